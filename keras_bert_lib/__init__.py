@@ -1,0 +1,49 @@
+"""keras_bert_lib: BERT-family encoders for Keras 3, built from readable layers.
+
+Example:
+    ```python
+    from keras_bert_lib import bert_tiny
+    encoder = bert_tiny()
+    ```
+"""
+
+from keras_bert_lib.config import PRESETS, EncoderConfig
+from keras_bert_lib.models import (
+    BertEncoder,
+    BertPretrainer,
+    albert_base,
+    albert_large,
+    albert_xlarge,
+    albert_xxlarge,
+    bert_base,
+    bert_large,
+    bert_medium,
+    bert_mini,
+    bert_small,
+    bert_tiny,
+    build_encoder,
+    distilbert_base,
+    roberta_base,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "PRESETS",
+    "EncoderConfig",
+    "BertEncoder",
+    "BertPretrainer",
+    "build_encoder",
+    "bert_tiny",
+    "bert_mini",
+    "bert_small",
+    "bert_medium",
+    "bert_base",
+    "bert_large",
+    "albert_base",
+    "albert_large",
+    "albert_xlarge",
+    "albert_xxlarge",
+    "distilbert_base",
+    "roberta_base",
+]

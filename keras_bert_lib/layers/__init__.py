@@ -1,0 +1,17 @@
+"""Reusable Keras layers that assemble BERT-family encoders (keras.ops only)."""
+
+from keras_bert_lib.layers.feed_forward import FeedForward
+from keras_bert_lib.layers.multi_head_self_attention import MultiHeadSelfAttention
+from keras_bert_lib.layers.position_embedding import PositionEmbedding
+from keras_bert_lib.layers.segment_embedding import SegmentEmbedding
+from keras_bert_lib.layers.token_embedding import TokenEmbedding
+from keras_bert_lib.layers.transformer_encoder_block import TransformerEncoderBlock
+
+__all__ = [
+    "FeedForward",
+    "MultiHeadSelfAttention",
+    "PositionEmbedding",
+    "SegmentEmbedding",
+    "TokenEmbedding",
+    "TransformerEncoderBlock",
+]

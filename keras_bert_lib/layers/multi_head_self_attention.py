@@ -1,0 +1,100 @@
+"""MultiHeadSelfAttention: softmax(QKᵀ/√d_k + bias)·V over A heads."""
+
+import math
+
+import keras
+from keras import ops
+
+from keras_bert_lib.layers.masks import attention_bias
+
+
+def _dense(units, initializer_range, name, dtype):
+    return keras.layers.Dense(
+        units, name=name, dtype=dtype,
+        kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+    )
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_lib")
+class MultiHeadSelfAttention(keras.layers.Layer):
+    """Scaled dot-product self-attention with A heads: softmax(QKᵀ/√d_k + bias)·V, then Wᴼ.
+
+    Q, K and V are (H → H) dense projections split into A heads of d_k = H/A; each head's scores
+    are masked by an additive bias built from `padding_mask` (keys only: a padded key gets
+    probability 0, so padding never changes a real position). Scores and softmax are computed in
+    float32 whatever the compute dtype, then cast back. The kernels are (H, H), the layout of
+    Google's checkpoints (`attention/self/query/kernel`).
+
+        scores[b,n,t,s] = Σ_h q[b,t,n,h]·k[b,s,n,h] / √d_k + bias[b,s]
+        out[b,t,n,h] = Σ_s softmax_s(scores)[b,n,t,s]·v[b,s,n,h]
+
+    Args:
+        num_heads: int. Number of attention heads (A); must divide the input width H.
+        attention_probs_dropout_prob: float. Dropout on the attention probabilities.
+        initializer_range: float. Stddev of the truncated-normal kernel initializer.
+    Call arguments:
+        x: float tensor (B, T, H).
+        padding_mask: bool/int tensor (B, T), 1 = real token. Optional.
+        attention_mask: bool/int tensor (B, T, T), 1 = may attend. Optional; merged with the padding mask.
+        return_attention_scores: bool. Also return the probabilities (B, A, T, T).
+    Returns:
+        float tensor (B, T, H) in the compute dtype, or a tuple (output, probabilities).
+    Example:
+        ```python
+        import numpy as np
+        from keras_bert_lib.layers import MultiHeadSelfAttention
+        layer = MultiHeadSelfAttention(num_heads=2)
+        x = np.random.rand(1, 4, 8).astype("float32")
+        y, probs = layer(x, padding_mask=np.array([[1, 1, 1, 0]]), return_attention_scores=True)
+        ```
+    Reference:
+        Vaswani et al., 2017, §3.2 (https://arxiv.org/abs/1706.03762)
+    """
+
+    def __init__(self, num_heads, attention_probs_dropout_prob=0.0, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.initializer_range = initializer_range
+        self.dropout = keras.layers.Dropout(attention_probs_dropout_prob, name="dropout",
+                                            dtype=self.dtype_policy)
+
+    def build(self, input_shape):
+        hidden = input_shape[-1]
+        if hidden % self.num_heads:
+            raise ValueError(f"Input width {hidden} is not divisible by num_heads={self.num_heads}.")
+        self.head_size = hidden // self.num_heads
+        # === Layers ===
+        self.query = _dense(hidden, self.initializer_range, "query", self.dtype_policy)
+        self.key = _dense(hidden, self.initializer_range, "key", self.dtype_policy)
+        self.value = _dense(hidden, self.initializer_range, "value", self.dtype_policy)
+        self.output_dense = _dense(hidden, self.initializer_range, "output", self.dtype_policy)
+        for layer in (self.query, self.key, self.value, self.output_dense):
+            layer.build(input_shape)
+
+    def _heads(self, x):
+        batch, length = ops.shape(x)[0], ops.shape(x)[1]
+        return ops.reshape(x, (batch, length, self.num_heads, self.head_size))  # (B, T, N, Dh)
+
+    def call(self, x, padding_mask=None, attention_mask=None, training=None,
+             return_attention_scores=False):
+        q = self._heads(self.query(x)) * ops.cast(1.0 / math.sqrt(self.head_size), x.dtype)
+        k = self._heads(self.key(x))  # (B, S, N, Dh)
+        v = self._heads(self.value(x))  # (B, S, N, Dh)
+        scores = ops.einsum("btnh,bsnh->bnts", q, k)  # (B, N, T, S)
+        scores = ops.cast(scores, "float32")
+        bias = attention_bias(padding_mask, attention_mask)  # (B, 1, T|1, S) or None
+        if bias is not None:
+            scores = scores + bias
+        probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
+        dropped = self.dropout(probs, training=training)
+        context = ops.einsum("bnts,bsnh->btnh", dropped, v)  # (B, T, N, Dh)
+        batch, length = ops.shape(x)[0], ops.shape(x)[1]
+        context = ops.reshape(context, (batch, length, self.num_heads * self.head_size))  # (B, T, H)
+        output = self.output_dense(context)
+        return (output, probs) if return_attention_scores else output
+
+    def get_config(self):
+        return {**super().get_config(), "num_heads": self.num_heads,
+                "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
+                "initializer_range": self.initializer_range}

@@ -1,0 +1,21 @@
+"""Encoders, the factories that build them from presets, and models with heads."""
+
+from keras_bert_lib.models.encoder import BertEncoder
+from keras_bert_lib.models.factories import (
+    albert_base,
+    albert_large,
+    albert_xlarge,
+    albert_xxlarge,
+    bert_base,
+    bert_large,
+    bert_medium,
+    bert_mini,
+    bert_small,
+    bert_tiny,
+    build_encoder,
+    distilbert_base,
+    roberta_base,
+)
+from keras_bert_lib.models.pretrainer import BertPretrainer
+
+__all__ = ["BertEncoder", "BertPretrainer", "build_encoder"]

@@ -1,0 +1,175 @@
+"""BertEncoder: the BERT / ALBERT / DistilBERT / RoBERTa encoder as one functional keras.Model."""
+
+import keras
+from keras import ops
+
+from keras_bert_lib.config import EncoderConfig
+from keras_bert_lib.layers import (
+    PositionEmbedding,
+    SegmentEmbedding,
+    TokenEmbedding,
+    TransformerEncoderBlock,
+)
+
+
+def _block_name(config: EncoderConfig, group: int, inner: int) -> str:
+    if config.num_groups == config.num_hidden_layers and config.inner_group_num == 1:
+        return f"layer_{group}"  # BERT: one block per layer
+    if config.inner_group_num == 1:
+        return f"group_{group}"  # ALBERT: a group shared by L / num_hidden_groups layers
+    return f"group_{group}_inner_{inner}"
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_lib")
+class BertEncoder(keras.Model):
+    """The BERT-family encoder: embeddings, L Transformer blocks, and the [CLS] pooler.
+
+        E = LayerNorm(token(ids) + position(t) + segment(ids)) → Dropout  [→ E×H projection]
+        x_l = TransformerEncoderBlock_l(x_{l-1}, padding_mask)           l = 1 .. L
+        pooled = tanh(W·x_L[:, 0] + b)
+
+    One class covers BERT, ALBERT (factorised embedding E < H, then a dense E → H projection;
+    blocks shared across layers in `num_hidden_groups` groups), DistilBERT (no segment embedding,
+    no pooler: it ignores `segment_ids` and returns no `pooled_output`) and RoBERTa (positions
+    start at padding_idx + 1 = 2). The constructor takes exactly the fields of `EncoderConfig`.
+
+    Inputs are a dict of int32 (B, T) tensors: `token_ids`, `segment_ids`, `padding_mask`
+    (1 = real token; padding is on the right). Outputs are a dict: `sequence_output` (B, T, H),
+    `pooled_output` (B, H) when the encoder has a pooler, and, when asked for,
+    `hidden_states` (B, L+1, T, H: the embeddings, then each layer) and
+    `attention_probs` (B, L, A, T, T).
+
+    Args:
+        vocab_size, hidden_size, …, norm_first: the `EncoderConfig` fields (see its docstring).
+        output_hidden_states: bool. Also output every layer's hidden states.
+        output_attentions: bool. Also output every layer's attention probabilities.
+    Example:
+        ```python
+        import numpy as np
+        from keras_bert_lib import bert_tiny
+        encoder = bert_tiny()
+        batch = {"token_ids": np.array([[101, 7592, 102, 0]], "int32"),
+                 "segment_ids": np.zeros((1, 4), "int32"),
+                 "padding_mask": np.array([[1, 1, 1, 0]], "int32")}
+        outputs = encoder.predict_on_batch(batch)  # compiled (XLA); see docs
+        outputs["pooled_output"].shape              # (1, 128)
+        ```
+    Reference:
+        Devlin et al., 2019 (https://arxiv.org/abs/1810.04805); Lan et al., 2020 (ALBERT)
+    """
+
+    def __init__(self, vocab_size=30522, hidden_size=768, num_hidden_layers=12,
+                 num_attention_heads=12, intermediate_size=3072, hidden_act="gelu",
+                 hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
+                 max_position_embeddings=512, type_vocab_size=2, initializer_range=0.02,
+                 layer_norm_eps=1e-12, embedding_size=None, num_hidden_groups=None,
+                 inner_group_num=1, position_offset=0, with_pooler=True, norm_first=False,
+                 output_hidden_states=False, output_attentions=False, dtype=None, **kwargs):
+        config = EncoderConfig(
+            vocab_size=vocab_size, hidden_size=hidden_size, num_hidden_layers=num_hidden_layers,
+            num_attention_heads=num_attention_heads, intermediate_size=intermediate_size,
+            hidden_act=hidden_act, hidden_dropout_prob=hidden_dropout_prob,
+            attention_probs_dropout_prob=attention_probs_dropout_prob,
+            max_position_embeddings=max_position_embeddings, type_vocab_size=type_vocab_size,
+            initializer_range=initializer_range, layer_norm_eps=layer_norm_eps,
+            embedding_size=embedding_size, num_hidden_groups=num_hidden_groups,
+            inner_group_num=inner_group_num, position_offset=position_offset,
+            with_pooler=with_pooler, norm_first=norm_first,
+        )
+        emb_size = embedding_size or hidden_size
+        init = keras.initializers.TruncatedNormal
+        # === Layers ===
+        token_embedding = TokenEmbedding(vocab_size, emb_size, initializer_range,
+                                         name="token_embedding", dtype=dtype)
+        position_embedding = PositionEmbedding(
+            max_position_embeddings, "learned", position_offset, initializer_range,
+            name="position_embedding", dtype=dtype)
+        segment_embedding = (
+            SegmentEmbedding(type_vocab_size, emb_size, initializer_range,
+                             name="segment_embedding", dtype=dtype)
+            if type_vocab_size else None
+        )
+        embeddings_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, name="embeddings_layer_norm", dtype=dtype)
+        embeddings_dropout = keras.layers.Dropout(hidden_dropout_prob, name="embeddings_dropout",
+                                                  dtype=dtype)
+        projection = (
+            keras.layers.Dense(hidden_size, kernel_initializer=init(stddev=initializer_range),
+                               name="embedding_projection", dtype=dtype)
+            if emb_size != hidden_size else None
+        )
+        groups = [
+            [TransformerEncoderBlock(
+                num_attention_heads, intermediate_size, hidden_act, hidden_dropout_prob,
+                attention_probs_dropout_prob, layer_norm_eps, norm_first, initializer_range,
+                name=_block_name(config, g, j), dtype=dtype)
+             for j in range(inner_group_num)]
+            for g in range(config.num_groups)
+        ]
+        final_layer_norm = (
+            keras.layers.LayerNormalization(epsilon=layer_norm_eps, name="final_layer_norm",
+                                            dtype=dtype)
+            if norm_first else None
+        )
+        pooler = (
+            keras.layers.Dense(hidden_size, activation="tanh",
+                               kernel_initializer=init(stddev=initializer_range),
+                               name="pooler", dtype=dtype)
+            if with_pooler else None
+        )
+
+        # === Functional graph ===
+        inputs = {
+            "token_ids": keras.Input((None,), dtype="int32", name="token_ids"),
+            "segment_ids": keras.Input((None,), dtype="int32", name="segment_ids"),
+            "padding_mask": keras.Input((None,), dtype="int32", name="padding_mask"),
+        }
+        padding_mask = inputs["padding_mask"]
+        tokens = token_embedding(inputs["token_ids"])  # (B, T, E)
+        summed = [tokens, position_embedding(tokens)]
+        if segment_embedding is not None:
+            summed.append(segment_embedding(inputs["segment_ids"]))
+        x = keras.layers.Add(name="embeddings_add", dtype=dtype)(summed)
+        x = embeddings_dropout(embeddings_layer_norm(x))
+        if projection is not None:
+            x = projection(x)  # (B, T, E) → (B, T, H)
+        hidden_states, attention_probs = [x], []
+        layers_per_group = num_hidden_layers // config.num_groups
+        for i in range(num_hidden_layers):
+            for block in groups[i // layers_per_group]:
+                x, probs = block(x, padding_mask=padding_mask, return_attention_scores=True)
+            hidden_states.append(x)
+            attention_probs.append(probs)
+        if final_layer_norm is not None:
+            x = final_layer_norm(x)
+        outputs = {"sequence_output": x}
+        if pooler is not None:
+            outputs["pooled_output"] = pooler(x[:, 0, :])  # (B, H) from [CLS]
+        if output_hidden_states:
+            outputs["hidden_states"] = ops.stack(hidden_states, axis=1)  # (B, L+1, T, H)
+        if output_attentions:
+            outputs["attention_probs"] = ops.stack(attention_probs, axis=1)  # (B, L, A, T, T)
+        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+
+        # === Config ===
+        self.config = config
+        self.output_hidden_states = output_hidden_states
+        self.output_attentions = output_attentions
+        self.token_embedding = token_embedding
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
+            **self.config.to_dict(),
+            "output_hidden_states": self.output_hidden_states,
+            "output_attentions": self.output_attentions,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.saving.deserialize_keras_object(config["dtype"])
+        return cls(**config)

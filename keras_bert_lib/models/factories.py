@@ -1,0 +1,185 @@
+"""One short factory per preset: `bert_base()` builds BERT-Base with random weights."""
+
+import keras
+
+from keras_bert_lib.config import PRESETS, EncoderConfig
+from keras_bert_lib.models.encoder import BertEncoder
+
+
+def build_encoder(config: EncoderConfig, *, weights=None, **options) -> keras.Model:
+    """A `BertEncoder` for `config`; `options` are `output_hidden_states`, `output_attentions`, `dtype`.
+
+    Example:
+        ```python
+        from keras_bert_lib import PRESETS
+        from keras_bert_lib.models import build_encoder
+        encoder = build_encoder(PRESETS["bert_tiny"].replace(num_hidden_layers=1))
+        ```
+    """
+    if weights is not None:
+        # TODO(issue-3): load Google TF1 and HuggingFace checkpoints through weights=.
+        raise ValueError(
+            f"weights={weights!r}: loading checkpoints arrives with keras_bert_lib.load_checkpoint; "
+            "this version builds randomly initialised encoders only (weights=None)."
+        )
+    return BertEncoder(**config.to_dict(), **options)
+
+
+def _split(overrides):
+    options = {k: overrides.pop(k) for k in ("output_hidden_states", "output_attentions", "dtype", "name")
+               if k in overrides}
+    return overrides, options
+
+
+def _factory(preset, weights, overrides):
+    fields, options = _split(dict(overrides))
+    return build_encoder(PRESETS[preset].replace(**fields), weights=weights, **options)
+
+
+def bert_tiny(*, weights=None, **overrides) -> keras.Model:
+    """BERT-Tiny (Turc et al. 2019): L=2, H=128, A=2, 4.4M parameters.
+
+    `overrides` are `EncoderConfig` fields or `output_hidden_states`, `output_attentions`, `dtype`.
+
+    Example:
+        ```python
+        from keras_bert_lib import bert_tiny
+        encoder = bert_tiny(hidden_dropout_prob=0.0, dtype="mixed_bfloat16")
+        ```
+    """
+    return _factory("bert_tiny", weights, overrides)
+
+
+def bert_mini(*, weights=None, **overrides) -> keras.Model:
+    """BERT-Mini (Turc et al. 2019): L=4, H=256, A=4, 11.2M parameters.
+
+    Example:
+        ```python
+        from keras_bert_lib import bert_mini
+        encoder = bert_mini()
+        ```
+    """
+    return _factory("bert_mini", weights, overrides)
+
+
+def bert_small(*, weights=None, **overrides) -> keras.Model:
+    """BERT-Small (Turc et al. 2019): L=4, H=512, A=8, 28.8M parameters.
+
+    Example:
+        ```python
+        from keras_bert_lib import bert_small
+        encoder = bert_small()
+        ```
+    """
+    return _factory("bert_small", weights, overrides)
+
+
+def bert_medium(*, weights=None, **overrides) -> keras.Model:
+    """BERT-Medium (Turc et al. 2019): L=8, H=512, A=8, 41.4M parameters.
+
+    Example:
+        ```python
+        from keras_bert_lib import bert_medium
+        encoder = bert_medium()
+        ```
+    """
+    return _factory("bert_medium", weights, overrides)
+
+
+def bert_base(*, weights=None, **overrides) -> keras.Model:
+    """BERT-Base, uncased: L=12, H=768, A=12, 110M parameters.
+
+    Example:
+        ```python
+        from keras_bert_lib import bert_base
+        encoder = bert_base(num_hidden_layers=2)
+        ```
+    """
+    return _factory("bert_base", weights, overrides)
+
+
+def bert_large(*, weights=None, **overrides) -> keras.Model:
+    """BERT-Large, uncased: L=24, H=1024, A=16, 335M parameters.
+
+    Example:
+        ```python
+        from keras_bert_lib import bert_large
+        encoder = bert_large(num_hidden_layers=1)
+        ```
+    """
+    return _factory("bert_large", weights, overrides)
+
+
+def albert_base(*, weights=None, **overrides) -> keras.Model:
+    """ALBERT-Base v2: L=12 sharing one block, H=768, A=12, E=128, 11.7M parameters.
+
+    Example:
+        ```python
+        from keras_bert_lib import albert_base
+        encoder = albert_base()
+        ```
+    """
+    return _factory("albert_base", weights, overrides)
+
+
+def albert_large(*, weights=None, **overrides) -> keras.Model:
+    """ALBERT-Large v2: L=24 sharing one block, H=1024, A=16, E=128, 17.7M parameters.
+
+    Example:
+        ```python
+        from keras_bert_lib import albert_large
+        encoder = albert_large()
+        ```
+    """
+    return _factory("albert_large", weights, overrides)
+
+
+def albert_xlarge(*, weights=None, **overrides) -> keras.Model:
+    """ALBERT-xLarge v2: L=24 sharing one block, H=2048, A=16, E=128, 58.7M parameters.
+
+    Example:
+        ```python
+        from keras_bert_lib import albert_xlarge
+        encoder = albert_xlarge(num_hidden_layers=2)
+        ```
+    """
+    return _factory("albert_xlarge", weights, overrides)
+
+
+def albert_xxlarge(*, weights=None, **overrides) -> keras.Model:
+    """ALBERT-xxLarge v2: L=12 sharing one block, H=4096, A=64, E=128, 223M parameters.
+
+    Example:
+        ```python
+        from keras_bert_lib import albert_xxlarge
+        encoder = albert_xxlarge(num_hidden_layers=1)
+        ```
+    """
+    return _factory("albert_xxlarge", weights, overrides)
+
+
+def distilbert_base(*, weights=None, **overrides) -> keras.Model:
+    """DistilBERT-Base: L=6, H=768, A=12, 66.4M parameters; no segments, no pooler.
+
+    It takes `segment_ids` like every encoder (so one preprocessor serves all) and ignores them;
+    its outputs have no `pooled_output`.
+
+    Example:
+        ```python
+        from keras_bert_lib import distilbert_base
+        encoder = distilbert_base(num_hidden_layers=2)
+        ```
+    """
+    return _factory("distilbert_base", weights, overrides)
+
+
+def roberta_base(*, weights=None, **overrides) -> keras.Model:
+    """RoBERTa-Base: L=12, H=768, A=12, vocab 50265, positions from 2; 125M parameters.
+
+    Example:
+        ```python
+        from keras_bert_lib import roberta_base
+        encoder = roberta_base(num_hidden_layers=2)
+        ```
+    """
+    return _factory("roberta_base", weights, overrides)

@@ -1,0 +1,55 @@
+import numpy as np
+import pytest
+
+from keras_bert_lib.layers import MultiHeadSelfAttention
+from tests import harness
+from tests.reference import numpy_bert
+
+SPEC = harness.LayerSpec(
+    cls=MultiHeadSelfAttention,
+    init_kwargs=dict(num_heads=2, attention_probs_dropout_prob=0.3, initializer_range=0.5),
+    inputs={"x": harness.hidden_states(batch=2, length=6, hidden=8)},
+    padding_mask=harness.right_padded(lengths=[6, 3]),
+    expected_output_shape=(2, 6, 8),
+    expected_num_trainable_weights=8,
+    stochastic=True,
+)
+
+
+@pytest.mark.parametrize("check", harness.checks_for(SPEC), ids=lambda c: c.__name__)
+def test_contract(check):
+    check(SPEC)
+
+
+@pytest.mark.parametrize("num_heads", [1, 2, 4])
+def test_heads_equal_numpy_softmax_qkt_v(num_heads):
+    """Every head computes softmax(QKᵀ/√d_k)V with padded keys excluded, as NumPy does."""
+    layer = MultiHeadSelfAttention(num_heads=num_heads, initializer_range=0.5)
+    x = harness.hidden_states(2, 6, 8)
+    mask = harness.right_padded([6, 4])
+    out, probs = layer(x, padding_mask=mask, return_attention_scores=True)
+    q, k, v, o = (layer.query, layer.key, layer.value, layer.output_dense)
+    ctx, ref_probs = numpy_bert.attention(
+        x.astype("float64"), q.kernel.numpy(), q.bias.numpy(), k.kernel.numpy(), k.bias.numpy(),
+        v.kernel.numpy(), v.bias.numpy(), num_heads, mask)
+    ref_out = ctx @ o.kernel.numpy() + o.bias.numpy()
+    np.testing.assert_allclose(np.asarray(probs), ref_probs, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(out), ref_out, atol=1e-5)
+    assert np.all(np.asarray(probs)[1, :, :, 4:] == 0.0), "a padded key got attention"
+
+
+def test_attention_mask_merges_with_padding_mask():
+    """A causal (B, T, S) mask and the padding mask both apply: no probability above the diagonal."""
+    layer = MultiHeadSelfAttention(num_heads=2)
+    causal = np.tril(np.ones((6, 6), "int32"))[None].repeat(2, 0)
+    _, probs = layer(harness.hidden_states(2, 6, 8), padding_mask=harness.right_padded([6, 3]),
+                     attention_mask=causal, return_attention_scores=True)
+    probs = np.asarray(probs)
+    assert np.all(probs[:, :, np.triu_indices(6, 1)[0], np.triu_indices(6, 1)[1]] == 0)
+    assert np.all(probs[1, :, :, 3:] == 0)
+    np.testing.assert_allclose(probs.sum(-1), 1.0, atol=1e-6)
+
+
+def test_width_not_divisible_by_heads_is_refused():
+    with pytest.raises(ValueError, match="not divisible by num_heads=3"):
+        MultiHeadSelfAttention(num_heads=3)(harness.hidden_states(1, 2, 8))

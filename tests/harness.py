@@ -143,7 +143,7 @@ def check_config_round_trip(spec):
     missing = [p for p in params if p not in ("self", "kwargs") and p not in config]
     assert not missing, f"__init__ arguments missing from get_config(): {missing}"
     for name, value in _kwargs(spec).items():
-        default = params[name].default
+        default = params[name].default if name in params else inspect.Parameter.empty
         if default is not inspect.Parameter.empty and not isinstance(value, keras.layers.Layer):
             assert value != default, f"spec passes the default {name}={value!r}; test a non-default"
 

@@ -1,0 +1,133 @@
+"""Forward speed of bert_base against keras-hub's BertBackbone, in one interleaved run.
+
+    python bench/encoder_speed.py [--rounds 7] [--length 128] [--layers 12]
+
+Both models compute the same function (tanh GELU, weights copied from keras-hub into ours).
+Each round times every variant once, in turn, so machine noise hits all of them alike; the
+table gives medians. The ceiling is the same run's float32 matmul throughput on this machine.
+FLOP model (shared/reference.md): 2·P_mm·T + 4·L·T²·H per sequence, P_mm = L·(4H² + 2HI).
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import keras  # noqa: E402
+import keras_hub  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import keras_bert_lib as kb  # noqa: E402
+from tests.reference.keras_hub_weights import copy_from_keras_hub  # noqa: E402
+
+
+def flops_per_sequence(config, length):
+    L, H, I = config.num_hidden_layers, config.hidden_size, config.intermediate_size
+    p_mm = L * (4 * H * H + 2 * H * I)
+    return 2 * p_mm * length + 4 * L * length * length * H
+
+
+def matmul_ceiling(rows, seconds=1.0):
+    """GFLOP/s of BERT's FFN matmuls, (rows x 768) @ (768 x 3072) @ (3072 x 768), chained 4
+    times so nothing can be hoisted, as one XLA program (faster than the plain graph here)."""
+    x = tf.random.normal((rows, 768)) * 0.01
+    w1, w2 = tf.random.normal((768, 3072)) * 0.01, tf.random.normal((3072, 768)) * 0.01
+
+    @tf.function(jit_compile=True)
+    def chain(x):
+        for _ in range(4):
+            x = tf.matmul(tf.matmul(x, w1), w2)
+        return x
+
+    chain(x).numpy()
+    runs, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        chain(x).numpy()
+        runs += 1
+    return 4 * 4 * rows * 768 * 3072 * runs / (time.perf_counter() - start) / 1e9
+
+
+def batch_of(size, length, vocab):
+    rng = np.random.default_rng(0)
+    return {"token_ids": rng.integers(1000, vocab, (size, length)).astype("int32"),
+            "segment_ids": (np.arange(length)[None] >= length // 2).repeat(size, 0).astype("int32"),
+            "padding_mask": np.ones((size, length), "int32")}
+
+
+def compiled(model, jit):
+    model.compile(jit_compile=jit)
+    return model.predict_on_batch
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--length", type=int, default=128)
+    parser.add_argument("--layers", type=int, default=12)
+    args = parser.parse_args()
+
+    config = kb.PRESETS["bert_base"].replace(hidden_act="gelu_tanh", num_hidden_layers=args.layers)
+    hub = keras_hub.models.BertBackbone(
+        vocabulary_size=config.vocab_size, num_layers=config.num_hidden_layers,
+        num_heads=config.num_attention_heads, hidden_dim=config.hidden_size,
+        intermediate_dim=config.intermediate_size, max_sequence_length=config.max_position_embeddings)
+    ours = kb.build_encoder(config)
+    copy_from_keras_hub(hub, ours)
+    ours_bf16 = kb.build_encoder(config, dtype="mixed_bfloat16")
+    ours_bf16.set_weights(ours.get_weights())
+    hub_xla = keras_hub.models.BertBackbone.from_config(hub.get_config())
+    hub_xla.set_weights(hub.get_weights())
+    ours_graph = kb.build_encoder(config)
+    ours_graph.set_weights(ours.get_weights())
+
+    variants = {
+        "keras-hub predict_on_batch": compiled(hub, False),
+        "keras-hub predict_on_batch, XLA": compiled(hub_xla, True),
+        "ours eager (model(x))": lambda x: ours(x, training=False),
+        "ours predict_on_batch, no XLA": compiled(ours_graph, False),
+        "ours predict_on_batch (default: XLA)": ours.predict_on_batch,
+        "ours mixed_bfloat16 (XLA)": ours_bf16.predict_on_batch,
+    }
+    for size in (8, 1):
+        batch = batch_of(size, args.length, config.vocab_size)
+        for fn in variants.values():  # compile and warm up
+            fn(batch), fn(batch)
+        times = {name: [] for name in variants}
+        ceilings = []
+        for _ in range(args.rounds):
+            for name, fn in variants.items():
+                start = time.perf_counter()
+                keras.tree.map_structure(np.asarray, fn(batch))
+                times[name].append(time.perf_counter() - start)
+            ceilings.append(matmul_ceiling(size * args.length, 0.5))
+        ceil = statistics.median(ceilings)
+        flop = flops_per_sequence(config, args.length) * size
+        hub_best = min(statistics.median(times[n]) for n in variants if n.startswith("keras-hub"))
+        ours_fp32 = statistics.median(times["ours predict_on_batch (default: XLA)"])
+        print(f"\nbatch {size} x {args.length} tokens, L={config.num_hidden_layers}; "
+              f"{flop / size / 1e9:.2f} GFLOP/seq; matmul ceiling {ceil:.0f} GFLOP/s (median)")
+        print(f"{'variant':40s} {'median ms':>10s} {'seq/s':>8s} {'GFLOP/s':>8s} {'% ceil':>7s} "
+              f"{'vs hub best':>11s}")
+        for name in variants:
+            t = statistics.median(times[name])
+            print(f"{name:40s} {t * 1e3:10.1f} {size / t:8.1f} {flop / t / 1e9:8.0f} "
+                  f"{100 * flop / t / 1e9 / ceil:6.0f}% {hub_best / t:10.2f}x")
+        t_bf16 = statistics.median(times["ours mixed_bfloat16 (XLA)"])
+        print(f"bfloat16 speed-up over our float32: {ours_fp32 / t_bf16:.2f}x")
+
+    batch = batch_of(8, args.length, config.vocab_size)
+    a = ours.predict_on_batch(batch)["pooled_output"]
+    b = np.asarray(ours_bf16.predict_on_batch(batch)["pooled_output"], "float32")
+    cos = np.sum(a * b, -1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+    print(f"mixed_bfloat16 pooled_output cosine to float32: min {cos.min():.5f}")
+    hub_out = hub.predict_on_batch(batch)["pooled_output"]
+    print(f"max |ours - keras-hub| pooled_output: {np.max(np.abs(a - hub_out)):.2e}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+import numpy as np
+import pytest
+
+import keras_bert_lib as kb
+from keras_bert_lib import BertEncoder, BertPretrainer
+from tests import harness
+from tests.models.test_encoder import INPUTS, MASK, TINY
+
+SPEC = harness.LayerSpec(
+    cls=BertPretrainer,
+    init_kwargs=lambda dtype=None: dict(encoder=BertEncoder(**TINY, dtype=dtype), sentence_task="sop"),
+    inputs={**INPUTS, "masked_positions": np.array([[1, 5], [0, 3]], "int32")},
+    padding_mask=MASK,
+    expected_output_shape={"mlm_logits": (2, 2, 50), "nsp_logits": (2, 2)},
+    expected_num_trainable_weights=39 + 5 + 2,
+    output_dtype="float32", stochastic=True, dict_input=True, fresh_process=True,
+)
+
+
+@pytest.mark.parametrize("check", harness.checks_for(SPEC), ids=lambda c: c.__name__)
+def test_contract(check):
+    check(SPEC)
+
+
+def test_mlm_output_is_tied_to_the_encoder_token_table_after_a_keras_round_trip(tmp_path):
+    import keras
+    pretrainer = BertPretrainer(kb.bert_tiny(num_hidden_layers=1))
+    assert pretrainer.mlm_head.token_embedding is pretrainer.encoder.token_embedding
+    pretrainer.save(tmp_path / "p.keras")
+    loaded = keras.saving.load_model(tmp_path / "p.keras", safe_mode=True)
+    assert loaded.mlm_head.token_embedding is loaded.encoder.token_embedding
+    assert loaded.count_params() == pretrainer.count_params()
+    # Tied: the V x H table is counted once; the head adds transform, LayerNorm, bias and NSP.
+    H, V = 128, 30522
+    assert pretrainer.count_params() == pretrainer.encoder.count_params() + (H * H + H) + 2 * H + V + (2 * H + 2)
+
+
+def test_albert_pretrainer_projects_to_the_embedding_width():
+    pretrainer = BertPretrainer(kb.albert_base(num_hidden_layers=1), sentence_task="sop")
+    assert pretrainer.mlm_head.transform.kernel.shape == (768, 128)
+    assert "sop_head" in [layer.name for layer in pretrainer.layers]
+
+
+def test_sentence_task_without_a_pooler_is_refused():
+    with pytest.raises(ValueError, match="no pooler .* pass sentence_task=None"):
+        BertPretrainer(kb.distilbert_base(num_hidden_layers=1))
+    assert set(BertPretrainer(kb.distilbert_base(num_hidden_layers=1), sentence_task=None).output) == {"mlm_logits"}

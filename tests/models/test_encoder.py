@@ -178,3 +178,16 @@ def test_text_longer_than_the_model_takes_is_refused_with_both_lengths():
 def test_weights_argument_is_refused_until_checkpoint_loading_exists():
     with pytest.raises(ValueError, match="weights='ckpt/'"):
         kb.bert_tiny(weights="ckpt/")
+
+
+def test_documented_inference_call_is_one_xla_program_and_takes_bool_masks():
+    """predict_on_batch runs compiled with XLA by default (not eagerly); bool masks equal int masks."""
+    encoder = kb.bert_tiny(num_hidden_layers=1)
+    assert encoder.jit_compile is True
+    batch = {"token_ids": INPUTS["token_ids"], "segment_ids": np.zeros((2, 6), "int32"), "padding_mask": MASK}
+    as_int = encoder.predict_on_batch(batch)
+    import tensorflow as tf
+    # Keras wraps the step in tf.function(jit_compile=encoder.jit_compile): a graph, never eager.
+    assert isinstance(encoder.predict_function, tf.types.experimental.PolymorphicFunction)
+    as_bool = encoder.predict_on_batch({**batch, "padding_mask": MASK.astype(bool)})
+    np.testing.assert_allclose(as_bool["sequence_output"], as_int["sequence_output"], atol=1e-6)

@@ -7,6 +7,7 @@ Example:
     ```
 """
 
+from keras_bert_lib.checkpoints import load_checkpoint, save_checkpoint
 from keras_bert_lib.config import PRESETS, EncoderConfig
 from keras_bert_lib.models import (
     BertEncoder,
@@ -34,6 +35,8 @@ __all__ = [
     "BertEncoder",
     "BertPretrainer",
     "build_encoder",
+    "load_checkpoint",
+    "save_checkpoint",
     "bert_tiny",
     "bert_mini",
     "bert_small",

@@ -12,7 +12,8 @@ from keras_bert_lib.layers import (
 )
 
 
-def _block_name(config: EncoderConfig, group: int, inner: int) -> str:
+def block_name(config: EncoderConfig, group: int, inner: int) -> str:
+    """Our name of ALBERT group `group`'s block `inner` (BERT: `layer_{group}`)."""
     if config.num_groups == config.num_hidden_layers and config.inner_group_num == 1:
         return f"layer_{group}"  # BERT: one block per layer
     if config.inner_group_num == 1:
@@ -102,7 +103,7 @@ class BertEncoder(keras.Model):
             [TransformerEncoderBlock(
                 num_attention_heads, intermediate_size, hidden_act, hidden_dropout_prob,
                 attention_probs_dropout_prob, layer_norm_eps, norm_first, initializer_range,
-                name=_block_name(config, g, j), dtype=dtype)
+                name=block_name(config, g, j), dtype=dtype)
              for j in range(inner_group_num)]
             for g in range(config.num_groups)
         ]

@@ -1,5 +1,7 @@
 """One short factory per preset: `bert_base()` builds BERT-Base with random weights."""
 
+import os
+
 import keras
 
 from keras_bert_lib.config import PRESETS, EncoderConfig
@@ -9,6 +11,10 @@ from keras_bert_lib.models.encoder import BertEncoder
 def build_encoder(config: EncoderConfig, *, weights=None, **options) -> keras.Model:
     """A `BertEncoder` for `config`; `options` are `output_hidden_states`, `output_attentions`, `dtype`.
 
+    With `weights=path` the checkpoint there (Google TF1 or HuggingFace, see `load_checkpoint`)
+    must have `config`'s shape, or this fails naming each differing field; the checkpoint's
+    activation, LayerNorm epsilon and dropouts are kept, as they define the function it learned.
+
     Example:
         ```python
         from keras_bert_lib import PRESETS
@@ -17,12 +23,14 @@ def build_encoder(config: EncoderConfig, *, weights=None, **options) -> keras.Mo
         ```
     """
     if weights is not None:
-        # TODO(issue-3): load Google TF1 and HuggingFace checkpoints through weights=.
-        raise ValueError(
-            f"weights={weights!r}: loading checkpoints arrives with keras_bert_lib.load_checkpoint; "
-            "this version builds randomly initialised encoders only (weights=None)."
-        )
+        return _load_into(config, weights, {}, options)
     return BertEncoder(**config.to_dict(), **options)
+
+
+def _load_into(config, weights, overrides, options):
+    from keras_bert_lib.checkpoints.checkpoint_io import _load  # checkpoints import models
+
+    return _load(os.fspath(weights), False, expected=config, overrides=overrides, **options)
 
 
 def _split(overrides):
@@ -33,7 +41,10 @@ def _split(overrides):
 
 def _factory(preset, weights, overrides):
     fields, options = _split(dict(overrides))
-    return build_encoder(PRESETS[preset].replace(**fields), weights=weights, **options)
+    config = PRESETS[preset].replace(**fields)
+    if weights is not None:
+        return _load_into(config, weights, fields, options)
+    return build_encoder(config, **options)
 
 
 def bert_tiny(*, weights=None, **overrides) -> keras.Model:

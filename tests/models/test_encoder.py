@@ -175,11 +175,6 @@ def test_text_longer_than_the_model_takes_is_refused_with_both_lengths():
         encoder(batch)
 
 
-def test_weights_argument_is_refused_until_checkpoint_loading_exists():
-    with pytest.raises(ValueError, match="weights='ckpt/'"):
-        kb.bert_tiny(weights="ckpt/")
-
-
 def test_documented_inference_call_is_one_xla_program_and_takes_bool_masks():
     """predict_on_batch runs compiled with XLA by default (not eagerly); bool masks equal int masks."""
     encoder = kb.bert_tiny(num_hidden_layers=1)

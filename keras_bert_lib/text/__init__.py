@@ -1,0 +1,27 @@
+"""Text → ids in the TensorFlow graph: WordPiece, packing, vocabularies and a built-in corpus.
+
+tensorflow-text is imported only when a tokenizer is built, so the encoders, checkpoints and
+ONNX export work without it.
+"""
+
+from keras_bert_lib.text.packer import BertPacker
+from keras_bert_lib.text.preprocessor import BertPreprocessor
+from keras_bert_lib.text.stdlib_corpus import build_stdlib_corpus
+from keras_bert_lib.text.vocabulary import (
+    SPECIAL_TOKENS,
+    learn_vocabulary,
+    read_vocabulary,
+    write_vocabulary,
+)
+from keras_bert_lib.text.wordpiece_tokenizer import WordPieceTokenizer
+
+__all__ = [
+    "BertPacker",
+    "BertPreprocessor",
+    "SPECIAL_TOKENS",
+    "WordPieceTokenizer",
+    "build_stdlib_corpus",
+    "learn_vocabulary",
+    "read_vocabulary",
+    "write_vocabulary",
+]

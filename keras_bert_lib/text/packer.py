@@ -1,0 +1,75 @@
+"""BertPacker: segments of ids → `[CLS] a [SEP] b [SEP]`, truncated and padded to a fixed length."""
+
+import keras
+import tensorflow as tf
+
+TRUNCATIONS = ("round_robin", "waterfall")
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_lib")
+class BertPacker(keras.layers.Layer):
+    """Packs one or more segments into BERT's input: `[CLS] a [SEP] b [SEP] [PAD]…`.
+
+    Segments are first trimmed to fit `sequence_length` with tensorflow-text's trimmers:
+    `round_robin` takes one token from each segment in turn (BERT's pair truncation keeps the
+    segments balanced), `waterfall` fills the first segment first. Segment ids are 0 for
+    `[CLS]`, the first segment and its `[SEP]`, then 1, 2, … ; the mask is 1 on every real token.
+
+    Args:
+        sequence_length: int. The fixed output length T.
+        start_id: int. Id of `[CLS]`.
+        end_id: int. Id of `[SEP]`.
+        pad_id: int. Id of `[PAD]`.
+        truncate: "round_robin" or "waterfall".
+    Call arguments:
+        segments: an int RaggedTensor (B, None), or a tuple of them (one per segment).
+    Returns:
+        dict of int32 (B, T) tensors `token_ids`, `segment_ids`, `padding_mask`.
+    Example:
+        ```python
+        import tensorflow as tf
+        from keras_bert_lib.text import BertPacker
+        packer = BertPacker(sequence_length=8, start_id=101, end_id=102)
+        out = packer((tf.ragged.constant([[7, 8, 9]]), tf.ragged.constant([[5, 6]])))
+        # token_ids [[101, 7, 8, 9, 102, 5, 6, 102]], segment_ids [[0, 0, 0, 0, 0, 1, 1, 1]]
+        ```
+    """
+
+    def __init__(self, sequence_length, start_id, end_id, pad_id=0, truncate="round_robin", **kwargs):
+        super().__init__(**kwargs)
+        if truncate not in TRUNCATIONS:
+            raise ValueError(f"truncate={truncate!r} is not one of {TRUNCATIONS}.")
+        self.sequence_length = sequence_length
+        self.start_id = start_id
+        self.end_id = end_id
+        self.pad_id = pad_id
+        self.truncate = truncate
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.built = True
+
+    def call(self, segments):
+        import tensorflow_text as tft
+
+        segments = list(segments) if isinstance(segments, (list, tuple)) else [segments]
+        room = self.sequence_length - len(segments) - 1  # [CLS] and one [SEP] per segment
+        if room < len(segments):
+            raise ValueError(f"sequence_length={self.sequence_length} leaves no room for "
+                             f"{len(segments)} segment(s) and their special tokens.")
+        segments = [tf.cast(s, tf.int32) for s in segments]
+        trimmer = (tft.RoundRobinTrimmer if self.truncate == "round_robin" else tft.WaterfallTrimmer)(room)
+        ids, segment_ids = tft.combine_segments(trimmer.trim(segments), self.start_id, self.end_id)
+        token_ids, mask = tft.pad_model_inputs(ids, self.sequence_length, pad_value=self.pad_id)
+        segment_ids, _ = tft.pad_model_inputs(segment_ids, self.sequence_length, pad_value=0)
+        return {"token_ids": tf.cast(token_ids, tf.int32), "segment_ids": tf.cast(segment_ids, tf.int32),
+                "padding_mask": tf.cast(mask, tf.int32)}
+
+    def compute_output_spec(self, segments):
+        first = segments[0] if isinstance(segments, (list, tuple)) else segments
+        spec = keras.KerasTensor((first.shape[0], self.sequence_length), dtype="int32")
+        return {"token_ids": spec, "segment_ids": spec, "padding_mask": spec}
+
+    def get_config(self):
+        return {**super().get_config(), "sequence_length": self.sequence_length,
+                "start_id": self.start_id, "end_id": self.end_id, "pad_id": self.pad_id,
+                "truncate": self.truncate}

@@ -1,0 +1,111 @@
+"""WordPiece vocabularies: reading one, checking its special tokens, and learning one from text."""
+
+import collections
+import os
+import tempfile
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def read_vocabulary(vocabulary):
+    """A list of tokens from a `vocab.txt` path (one token a line) or a list; checks the specials.
+
+    Raises:
+        ValueError: if `[PAD] [UNK] [CLS] [SEP] [MASK]` are not all in it (the missing ones named),
+            or a token appears twice.
+    Example:
+        ```python
+        from keras_bert_lib.text import read_vocabulary
+        vocab = read_vocabulary(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello"])
+        ```
+    """
+    if isinstance(vocabulary, (str, os.PathLike)):
+        with open(vocabulary, encoding="utf-8") as f:
+            tokens = [line.rstrip("\n").rstrip("\r") for line in f]
+        while tokens and tokens[-1] == "":
+            tokens.pop()
+        source = os.fspath(vocabulary)
+    else:
+        tokens, source = [str(t) for t in vocabulary], "the vocabulary"
+    missing = [t for t in SPECIAL_TOKENS if t not in tokens]
+    if missing:
+        raise ValueError(f"{source} lacks the special tokens {missing}; a BERT vocabulary needs all of "
+                         f"{list(SPECIAL_TOKENS)} (learn_vocabulary puts them first).")
+    repeated = [t for t, n in collections.Counter(tokens).items() if n > 1]
+    if repeated:
+        raise ValueError(f"{source} has repeated tokens {repeated[:10]}; each token must appear once.")
+    return tokens
+
+
+def write_vocabulary(tokens, path):
+    """Writes one token a line, atomically (a temporary file, then a rename).
+
+    Example:
+        ```python
+        import os, tempfile
+        from keras_bert_lib.text import write_vocabulary
+        write_vocabulary(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], os.path.join(tempfile.mkdtemp(), "vocab.txt"))
+        ```
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".vocab-")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write("\n".join(tokens) + "\n")
+    os.replace(tmp, path)
+
+
+def learn_vocabulary(lines, vocab_size=8000, lowercase=True, output=None, batch_size=1024,
+                     min_count=2, verbose=True):
+    """Learns a WordPiece vocabulary with tensorflow-text's learner; the special tokens come first.
+
+    Words are produced by the same normalisation as `WordPieceTokenizer(lowercase=...)`, so the
+    vocabulary fits the tokenizer that will use it.
+
+    Args:
+        lines: an iterable of strings, a text file path, or a list of paths.
+        vocab_size: int. The largest vocabulary to return (special tokens included).
+        lowercase: bool. Learn an uncased vocabulary (lower-case, accents stripped).
+        output: optional path; the vocabulary is written there as `vocab.txt`, atomically.
+        batch_size: lines per counting step.
+        min_count: int. Words seen fewer times are not used to learn pieces.
+        verbose: show a progress bar while counting words.
+    Returns:
+        list of tokens: `[PAD] [UNK] [CLS] [SEP] [MASK]`, then the learned pieces.
+    Example:
+        ```python
+        from keras_bert_lib.text import learn_vocabulary
+        vocab = learn_vocabulary(["the cat sat on the mat", "the dog sat"] * 50, vocab_size=60, verbose=False)
+        ```
+    Reference:
+        tensorflow_text.tools.wordpiece_vocab (the BERT vocabulary learner)
+    """
+    import keras
+    import tensorflow as tf
+    from tensorflow_text.python.ops.bert_tokenizer import BasicTokenizer
+    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+
+    from keras_bert_lib.text.wordpiece_tokenizer import normalize
+
+    if isinstance(lines, (str, os.PathLike)):
+        lines = [lines]
+    lines = list(lines)
+    if lines and all(isinstance(x, (str, os.PathLike)) and os.path.isfile(x) for x in lines):
+        dataset = tf.data.TextLineDataset([os.fspath(x) for x in lines])
+        total = None
+    else:
+        dataset, total = tf.data.Dataset.from_tensor_slices(tf.constant(lines, tf.string)), len(lines)
+    splitter = BasicTokenizer(lower_case=False, normalization_form=None)
+    words = dataset.batch(batch_size).map(
+        lambda x: splitter.tokenize(normalize(x, lowercase, lowercase)).flat_values,
+        num_parallel_calls=tf.data.AUTOTUNE)
+    counts = collections.Counter()
+    bar = keras.utils.Progbar(total, unit_name="line") if verbose else None
+    for step, batch in enumerate(words.prefetch(tf.data.AUTOTUNE)):
+        counts.update(w.decode("utf-8") for w in batch.numpy())
+        if bar is not None:
+            bar.update(min((step + 1) * batch_size, total) if total else (step + 1) * batch_size)
+    vocab = learner.learn(counts.items(), vocab_size, list(SPECIAL_TOKENS), lower_thresh=min_count)
+    if output is not None:
+        write_vocabulary(vocab, output)
+    return vocab

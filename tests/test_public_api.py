@@ -40,10 +40,10 @@ def _public_objects():
             obj = getattr(module, name)
             if callable(obj) and not isinstance(obj, tuple):
                 seen[f"{obj.__module__}.{name}"] = obj
-    from keras_bert_lib import cli
+    from keras_bert_lib import atomic_write, cli
     from keras_bert_lib.layers import activations, masks
     for fn in (activations.gelu, activations.gelu_tanh, activations.get_activation,
-               masks.merge_masks, masks.attention_bias, cli.main):
+               masks.merge_masks, masks.attention_bias, cli.main, atomic_write.atomic_write_text):
         seen[f"{fn.__module__}.{fn.__name__}"] = fn
     return seen
 

@@ -5,7 +5,8 @@ import os
 import re
 import sys
 import sysconfig
-import tempfile
+
+from keras_bert_lib.atomic_write import atomic_write_text
 
 # Folders of the standard library that hold tests, demos or third-party code, not documentation.
 _SKIP_DIRS = {"test", "tests", "idle_test", "site-packages", "dist-packages", "__pycache__",
@@ -88,10 +89,5 @@ def build_stdlib_corpus(path=None, verbose=True):
             documents.append("\n".join(sentences))
         if bar is not None:
             bar.update(i + 1)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".corpus-")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write("\n\n".join(documents) + "\n")
-    os.replace(tmp, path)
+    atomic_write_text(path, "\n\n".join(documents) + "\n")
     return path

@@ -2,7 +2,8 @@
 
 import collections
 import os
-import tempfile
+
+from keras_bert_lib.atomic_write import atomic_write_text
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -47,12 +48,7 @@ def write_vocabulary(tokens, path):
         write_vocabulary(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], os.path.join(tempfile.mkdtemp(), "vocab.txt"))
         ```
     """
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".vocab-")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write("\n".join(tokens) + "\n")
-    os.replace(tmp, path)
+    atomic_write_text(path, "\n".join(tokens) + "\n")
 
 
 def learn_vocabulary(lines, vocab_size=8000, lowercase=True, output=None, batch_size=1024,

@@ -1,0 +1,26 @@
+"""Atomic file writes: a temporary file beside the target, then a rename."""
+
+import os
+import tempfile
+
+
+def atomic_write_text(path, text):
+    """Writes `text` to `path` so that readers see the old file or the whole new one, never a part.
+
+    Example:
+        ```python
+        import os, tempfile
+        from keras_bert_lib.atomic_write import atomic_write_text
+        atomic_write_text(os.path.join(tempfile.mkdtemp(), "notes.txt"), "hello\\n")
+        ```
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise

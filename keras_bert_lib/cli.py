@@ -68,8 +68,62 @@ def main(argv=None) -> int:
     summary.add_argument("--length", type=int, default=128)
     summary.add_argument("--dtype", default="float32", choices=["float32", "mixed_float16", "mixed_bfloat16"])
     summary.add_argument("--repeats", type=int, default=5)
+    pretrain = commands.add_parser("pretrain", help="pre-train (default: the quick-start on the stdlib corpus)")
+    _add_config_flags(pretrain)
     args = parser.parse_args(argv)
-    return _summary(args)
+    return _summary(args) if args.command == "summary" else _pretrain(args)
+
+
+def _add_config_flags(parser):
+    import dataclasses
+
+    from keras_bert_lib.training.pretrain import PretrainConfig
+
+    parser.add_argument("--config", help="a JSON file of PretrainConfig fields; flags override it")
+    for field in dataclasses.fields(PretrainConfig):
+        flag = "--" + field.name.replace("_", "-")
+        if field.name == "corpus":
+            parser.add_argument(flag, nargs="+", help="corpus files (Google's format or .jsonl)")
+        elif field.type in (bool, "bool"):
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None)
+        else:  # int, float, str, or `X | None`
+            kind = next((t for t in getattr(field.type, "__args__", (field.type,)) if t is not type(None)), str)
+            parser.add_argument(flag, type=kind, default=None)
+
+
+def _pretrain(args):
+    import dataclasses
+    import json
+    import logging
+
+    from keras_bert_lib.training.pretrain import PretrainConfig, run_pretraining
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    values = {}
+    if args.config:
+        with open(args.config, encoding="utf-8") as f:
+            values.update(json.load(f))
+    for field in dataclasses.fields(PretrainConfig):
+        value = getattr(args, field.name, None)
+        if value is not None:
+            values[field.name] = value
+    config = PretrainConfig(**values)
+    print("PretrainConfig:", config.to_json())
+    try:
+        report = run_pretraining(config)
+    except FloatingPointError as e:
+        print(f"stopped: {e}", file=sys.stderr)
+        return 3
+    held, base = report["held_out"], report["baselines"]
+    print(f"\nheld-out ({report['eval_instances']} instances after {report['steps']} steps):")
+    print(f"  MLM accuracy {held['mlm_logits_accuracy']:.3f}  (most-frequent-token baseline "
+          f"{base['mlm_most_frequent_token']:.3f}, x{held['mlm_logits_accuracy'] / max(base['mlm_most_frequent_token'], 1e-9):.1f})")
+    if "nsp_logits_accuracy" in held:
+        print(f"  {config.sentence_task.upper()} accuracy {held['nsp_logits_accuracy']:.3f}  "
+              f"(always-IsNext baseline {base['nsp_always_is_next']:.3f})")
+    print(f"  MLM perplexity {held['mlm_logits_perplexity']:.1f}")
+    print(f"curves: {config.output_dir}/curves.png   report: {config.output_dir}/report.json")
+    return 0
 
 
 if __name__ == "__main__":

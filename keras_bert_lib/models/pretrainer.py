@@ -68,6 +68,29 @@ class BertPretrainer(keras.Model):
         self.mlm_head = mlm_head
         self.sentence_head = sentence_head
 
+    def compile(self, optimizer="adamw", loss="auto", metrics="auto", weighted_metrics="auto", **kwargs):
+        """Compiles with BERT's pre-training losses and metrics unless told otherwise.
+
+        MLM: cross-entropy over the masked positions weighted by `masked_lm_weights` and divided
+        by their sum (as Google's run_pretraining.py); its accuracy and perplexity use the same
+        weights. NSP/SOP: cross-entropy and accuracy. Losses and metrics compute in float32.
+        """
+        from keras_bert_lib.models.pretraining_metrics import MaskedLMPerplexity
+
+        sce = keras.losses.SparseCategoricalCrossentropy
+        if loss == "auto":
+            loss = {"mlm_logits": sce(from_logits=True, reduction="mean_with_sample_weight")}
+            if self.sentence_task:
+                loss["nsp_logits"] = sce(from_logits=True)
+        if weighted_metrics == "auto":
+            weighted_metrics = {"mlm_logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
+                                               MaskedLMPerplexity(name="perplexity")]}
+        if metrics == "auto":
+            metrics = ({"nsp_logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
+                       if self.sentence_task else None)
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
+                        weighted_metrics=weighted_metrics, **kwargs)
+
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable,
                 "encoder": keras.saving.serialize_keras_object(self.encoder),

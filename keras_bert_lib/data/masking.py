@@ -1,0 +1,68 @@
+"""Masked-LM masking with tensorflow-text's ops: 15% chosen, of those 80% [MASK], 10% random, 10% kept."""
+
+import tensorflow as tf
+
+
+def mask_tokens(features, vocab_size, mask_id, special_ids, max_predictions=20, rate=0.15,
+                mask_token_rate=0.8, random_token_rate=0.1, word_starts=None):
+    """Masks a batch the way BERT's pre-training does, as a tf.data map (dynamic masking).
+
+    `tensorflow_text.mask_language_model` chooses up to `max_predictions` items per sequence at
+    `rate`, never one of `special_ids` ([CLS], [SEP], [PAD]), and replaces 80% of them with
+    [MASK], 10% with a random token and leaves 10%. With `word_starts` (bool (B, T), True on a
+    word's first piece) whole words are chosen and masked together (whole-word masking).
+
+    Args:
+        features: dict with int32 `token_ids`, `segment_ids`, `padding_mask` (B, T).
+        vocab_size: int. Random replacements are drawn from [0, vocab_size).
+        mask_id: int. Id of [MASK].
+        special_ids: ids never chosen.
+        max_predictions: int. P, the width of `masked_positions`.
+        rate, mask_token_rate, random_token_rate: floats, BERT's 0.15 / 0.8 / 0.1.
+        word_starts: optional bool (B, T) for whole-word masking.
+    Returns:
+        (inputs, labels, sample_weights): inputs are the features with masked `token_ids` and
+        `masked_positions` (B, P); labels {"mlm_logits": original ids (B, P)}; weights
+        {"mlm_logits": 1.0 on real predictions, 0.0 on padding (B, P)}.
+    Example:
+        ```python
+        import numpy as np
+        from keras_bert_lib.data import mask_tokens
+        batch = {"token_ids": np.array([[101, 7, 8, 9, 102, 0]], "int32"),
+                 "segment_ids": np.zeros((1, 6), "int32"), "padding_mask": np.array([[1] * 5 + [0]], "int32")}
+        inputs, labels, weights = mask_tokens(batch, vocab_size=200, mask_id=103, special_ids=[0, 101, 102])
+        ```
+    Reference:
+        Devlin et al., 2019, §3.1 and Appendix A.1
+    """
+    import tensorflow_text as tft
+
+    ids = tf.cast(features["token_ids"], tf.int32)
+    mask = tf.cast(features["padding_mask"], tf.bool)
+    ragged = tf.RaggedTensor.from_tensor(ids, lengths=tf.reduce_sum(tf.cast(mask, tf.int32), axis=1))
+    grouped = word_starts is not None
+    if grouped:  # pieces grouped into words, (B, words, pieces): a word is chosen whole
+        ragged = _group(ragged, tf.ragged.boolean_mask(tf.cast(word_starts, tf.bool), mask))
+    selector = tft.RandomItemSelector(max_predictions, rate, unselectable_ids=list(special_ids))
+    chooser = tft.MaskValuesChooser(vocab_size, mask_id, mask_token_rate, random_token_rate)
+    masked, masked_positions, masked_ids = tft.mask_language_model(ragged, selector, chooser, axis=1)
+    if grouped:
+        masked = masked.merge_dims(1, 2)
+    # Positions index each row's pieces. With whole words, more than P pieces can be masked;
+    # only the first P are predicted (the rest stay masked in the input).
+    token_ids = masked.to_tensor(default_value=0, shape=tf.shape(ids))
+    token_ids = tf.where(mask, token_ids, ids)
+    positions = masked_positions.to_tensor(default_value=0, shape=[tf.shape(ids)[0], max_predictions])
+    labels = masked_ids.to_tensor(default_value=0, shape=[tf.shape(ids)[0], max_predictions])
+    weights = tf.sequence_mask(masked_ids.row_lengths(), max_predictions, dtype=tf.float32)
+    inputs = {**features, "token_ids": token_ids, "masked_positions": tf.cast(positions, tf.int32)}
+    return inputs, {"mlm_logits": tf.cast(labels, tf.int32)}, {"mlm_logits": weights}
+
+
+def _group(ragged, starts):
+    """(B, T) ragged values grouped into words at `starts`: (B, words, pieces)."""
+    row_starts = tf.cast(starts.flat_values, tf.int64)
+    word_index = tf.math.cumsum(row_starts) - 1
+    words = tf.RaggedTensor.from_value_rowids(ragged.flat_values, word_index)
+    words_per_row = tf.reduce_sum(tf.cast(starts, tf.int64), axis=1)
+    return tf.RaggedTensor.from_row_lengths(words, words_per_row)

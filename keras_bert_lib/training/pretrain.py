@@ -1,0 +1,242 @@
+"""The pre-training run: corpus → vocabulary → instances → dynamic masking → fit → report → export.
+
+`recipes/pretrain.py` and `keras-bert pretrain` are thin over `run_pretraining`. The defaults are
+the quick-start: the standard-library corpus, a learned 8k vocabulary and a BERT-Tiny for a few
+minutes on a 2-core CPU.
+"""
+
+import dataclasses
+import json
+import logging
+import os
+
+import numpy as np
+
+from keras_bert_lib.atomic_write import atomic_write_text
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class PretrainConfig:
+    """Everything a pre-training run reads; printed at start and saved as `config.json`.
+
+    Example:
+        ```python
+        from keras_bert_lib.training.pretrain import PretrainConfig
+        config = PretrainConfig(steps=200, batch_size=16)
+        ```
+    """
+
+    corpus: list = dataclasses.field(default_factory=list)  # empty: the standard-library corpus
+    output_dir: str = "runs/quickstart"
+    vocab: str | None = None  # None: learn one on the corpus
+    vocab_size: int = 8000
+    lowercase: bool = True
+    preset: str = "bert_tiny"
+    sentence_task: str = "nsp"
+    max_seq_length: int = 128
+    max_predictions: int = 20
+    masked_lm_prob: float = 0.15
+    short_seq_prob: float = 0.1
+    dupe_factor: int = 3
+    whole_word_masking: bool = False
+    batch_size: int = 32
+    steps: int = 1500
+    steps_per_epoch: int = 100  # a checkpoint and a point on the curves each
+    learning_rate: float = 1e-3
+    warmup_steps: int = 150
+    weight_decay: float = 0.01
+    optimizer: str = "adamw"
+    clipnorm: float = 1.0
+    gradient_accumulation_steps: int | None = None
+    dtype: str = "float32"
+    strategy: str = "auto"
+    jit_compile: bool = True
+    eval_fraction: float = 0.05
+    seed: int = 0
+
+    def to_json(self):
+        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+
+
+def _vocabulary(config, corpus_files):
+    from keras_bert_lib.text import learn_vocabulary
+
+    if config.vocab:
+        return config.vocab
+    path = os.path.join(config.output_dir, "vocab.txt")
+    if not os.path.isfile(path):
+        logger.info("Learning a %d-token vocabulary on %s", config.vocab_size, corpus_files)
+        learn_vocabulary(corpus_files, config.vocab_size, config.lowercase, output=path)
+    return path
+
+
+def _datasets(config, tokenizer):
+    import tensorflow as tf
+
+    from keras_bert_lib.data import create_instances, pack_instances, read_documents, tokenize_documents
+    from keras_bert_lib.data.masking import mask_tokens
+    from keras_bert_lib.text import build_stdlib_corpus
+
+    files = config.corpus or [build_stdlib_corpus()]
+    documents = tokenize_documents(read_documents(files), tokenizer)
+    rng = np.random.default_rng(config.seed)
+    order = rng.permutation(len(documents))
+    n_eval = max(2, int(len(documents) * config.eval_fraction))
+    held_out = [documents[i] for i in order[:n_eval]]
+    train = [documents[i] for i in order[n_eval:]]
+    make = lambda docs, dupe, seed: pack_instances(  # noqa: E731
+        create_instances(docs, config.max_seq_length, config.short_seq_prob, config.sentence_task,
+                         dupe, seed), config.max_seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
+    train_arrays, eval_arrays = make(train, config.dupe_factor, config.seed), make(held_out, 1, config.seed + 1)
+    continuation = np.array([t.startswith("##") for t in tokenizer.vocabulary])
+    specials = [tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id]
+
+    def to_model(arrays):
+        features = {k: arrays[k] for k in ("token_ids", "segment_ids", "padding_mask")}
+        return features, arrays["labels"]
+
+    def masked(features, labels):
+        starts = ~tf.gather(continuation, features["token_ids"]) if config.whole_word_masking else None
+        inputs, y, w = mask_tokens(features, tokenizer.vocabulary_size(), tokenizer.mask_id, specials,
+                                   config.max_predictions, config.masked_lm_prob, word_starts=starts)
+        y["nsp_logits"], w["nsp_logits"] = labels, tf.ones_like(labels, tf.float32)
+        return inputs, y, w
+
+    train_ds = (tf.data.Dataset.from_tensor_slices(to_model(train_arrays))
+                .shuffle(len(train_arrays["labels"]), seed=config.seed).repeat()
+                .batch(config.batch_size, drop_remainder=True)  # static shapes for XLA and TPUs
+                .map(masked, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE))
+    tf.random.set_seed(config.seed)  # the held-out masks are drawn once, the same every run
+    eval_batches = [masked(*b) for b in tf.data.Dataset.from_tensor_slices(to_model(eval_arrays))
+                    .batch(config.batch_size, drop_remainder=True)]
+    eval_ds = tf.data.Dataset.from_tensor_slices(
+        tuple({k: tf.concat([b[i][k] for b in eval_batches], 0) for k in eval_batches[0][i]} for i in range(3))
+    ).batch(config.batch_size)
+    stats = {"train_instances": len(train_arrays["labels"]), "eval_instances": len(eval_arrays["labels"]),
+             "documents": len(documents)}
+    return train_ds, eval_ds, train_arrays, stats
+
+
+def _baselines(train_arrays, eval_ds):
+    """Most-frequent-token MLM accuracy and always-IsNext NSP accuracy on the held-out set."""
+    ids = train_arrays["token_ids"][train_arrays["padding_mask"].astype(bool)]
+    counts = np.bincount(ids)
+    counts[:5] = 0  # never predict a special token
+    most_frequent = int(np.argmax(counts))
+    labels, weights, nsp = [], [], []
+    for _, y, w in eval_ds:
+        labels.append(y["mlm_logits"].numpy()), weights.append(w["mlm_logits"].numpy())
+        nsp.append(y["nsp_logits"].numpy())
+    labels, weights = np.concatenate(labels), np.concatenate(weights)
+    mlm = float(((labels == most_frequent) * weights).sum() / weights.sum())
+    return {"mlm_most_frequent_token": mlm, "nsp_always_is_next": float(np.mean(np.concatenate(nsp) == 0))}
+
+
+def plot_curves(history, path, baselines=None):
+    """Training loss and accuracies per epoch as a PNG (matplotlib, headless).
+
+    Example:
+        ```python
+        import os, tempfile
+        from keras_bert_lib.training.pretrain import plot_curves
+        plot_curves({"loss": [3.0, 2.0], "mlm_logits_accuracy": [0.1, 0.2]}, os.path.join(tempfile.mkdtemp(), "c.png"))
+        ```
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for key in sorted(history):
+        target = left if "loss" in key else right if "accuracy" in key else None
+        if target is not None:
+            target.plot(range(1, len(history[key]) + 1), history[key], marker=".", label=key)
+    for name, value in (baselines or {}).items():
+        right.axhline(value, linestyle="--", linewidth=1, color="grey")
+        right.text(0.5, value, name, fontsize=7, va="bottom")
+    left.set(title="loss", xlabel="epoch")
+    right.set(title="accuracy", xlabel="epoch", ylim=(0, 1))
+    for ax in (left, right):
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def run_pretraining(config: PretrainConfig):
+    """Pre-trains a BertPretrainer as `config` says; returns the held-out report (a dict).
+
+    Resumable: killed and started again with the same config, it continues from its last
+    epoch's backup (`BackupAndRestore` in `output_dir/backup`). A NaN or Inf loss stops it with
+    a FloatingPointError and the earlier backup kept. At the end it writes `report.json`,
+    `curves.png`, TensorBoard logs, the pretrainer as `pretrainer.keras` and the encoder in
+    HuggingFace format under `export/`.
+
+    Example:
+        ```python
+        from keras_bert_lib.training.pretrain import PretrainConfig, run_pretraining
+        # run_pretraining(PretrainConfig(steps=100))   # minutes; see the README's main job
+        ```
+    """
+    import keras
+
+    from keras_bert_lib import BertPretrainer, PRESETS, build_encoder, save_checkpoint
+    from keras_bert_lib.text import WordPieceTokenizer, build_stdlib_corpus
+    from keras_bert_lib.training import StopOnNonFiniteLoss, create_optimizer, create_strategy
+
+    os.makedirs(config.output_dir, exist_ok=True)
+    atomic_write_text(os.path.join(config.output_dir, "config.json"), config.to_json())
+    keras.utils.set_random_seed(config.seed)
+    tokenizer = WordPieceTokenizer(_vocabulary(config, config.corpus or [build_stdlib_corpus()]),
+                                   lowercase=config.lowercase)
+    train_ds, eval_ds, train_arrays, stats = _datasets(config, tokenizer)
+    baselines = _baselines(train_arrays, eval_ds)
+
+    strategy = create_strategy(config.strategy)
+    with strategy.scope():
+        encoder = build_encoder(PRESETS[config.preset].replace(vocab_size=tokenizer.vocabulary_size()),
+                                dtype=config.dtype)
+        pretrainer = BertPretrainer(encoder, sentence_task=config.sentence_task)
+        optimizer = create_optimizer(config.optimizer, config.learning_rate, config.warmup_steps,
+                                     config.steps, config.weight_decay, config.clipnorm,
+                                     config.gradient_accumulation_steps,
+                                     loss_scale=config.dtype == "mixed_float16")
+        pretrainer.compile(optimizer=optimizer, jit_compile=config.jit_compile)
+    callbacks = [
+        StopOnNonFiniteLoss(),  # first: a bad step must never reach a checkpoint
+        keras.callbacks.BackupAndRestore(os.path.join(config.output_dir, "backup")),
+        keras.callbacks.TensorBoard(os.path.join(config.output_dir, "logs"), update_freq=config.steps_per_epoch),
+        keras.callbacks.CSVLogger(os.path.join(config.output_dir, "history.csv"), append=True),
+    ]
+    epochs = max(1, config.steps // config.steps_per_epoch)
+    pretrainer.fit(train_ds, epochs=epochs, steps_per_epoch=config.steps_per_epoch,
+                   callbacks=callbacks, verbose=2)
+    results = pretrainer.evaluate(eval_ds, return_dict=True, verbose=0)
+    history = _read_history(os.path.join(config.output_dir, "history.csv"))
+    report = {
+        "held_out": {k: float(v) for k, v in results.items()}, "baselines": baselines, **stats,
+        "steps": int(pretrainer.optimizer.iterations.numpy()),
+    }
+    atomic_write_text(os.path.join(config.output_dir, "report.json"), json.dumps(report, indent=2))
+    plot_curves(history, os.path.join(config.output_dir, "curves.png"), {
+        "most-frequent-token": baselines["mlm_most_frequent_token"],
+        "always IsNext": baselines["nsp_always_is_next"]})
+    pretrainer.save(os.path.join(config.output_dir, "pretrainer.keras"))
+    if config.dtype == "float32":
+        export = os.path.join(config.output_dir, "export")
+        save_checkpoint(pretrainer, export, format="hf")
+        atomic_write_text(os.path.join(export, "vocab.txt"), "\n".join(tokenizer.vocabulary) + "\n")
+    return report
+
+
+def _read_history(path):
+    import csv
+
+    with open(path, encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    keys = [k for k in (rows[0] if rows else {}) if k != "epoch" and rows[0][k] != "NA"]
+    return {k: [float(r[k]) for r in rows] for k in keys}

@@ -46,9 +46,7 @@ def mask_tokens(features, vocab_size, mask_id, special_ids, max_predictions=20, 
     selector = tft.RandomItemSelector(max_predictions, rate, unselectable_ids=list(special_ids))
     chooser = tft.MaskValuesChooser(vocab_size, mask_id, mask_token_rate, random_token_rate)
     masked, masked_positions, masked_ids = tft.mask_language_model(ragged, selector, chooser, axis=1)
-    if grouped:
-        masked = masked.merge_dims(1, 2)
-    # Positions index each row's pieces. With whole words, more than P pieces can be masked;
+    # The outputs come back merged to (B, pieces) either way. Positions index each row's pieces. With whole words, more than P pieces can be masked;
     # only the first P are predicted (the rest stay masked in the input).
     token_ids = masked.to_tensor(default_value=0, shape=tf.shape(ids))
     token_ids = tf.where(mask, token_ids, ids)

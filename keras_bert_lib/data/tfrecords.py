@@ -79,8 +79,9 @@ def read_pretraining_tfrecords(pattern, max_seq_length=128, max_predictions=20, 
     """Reads Google-format pre-training records as (inputs, labels, weights) batches.
 
     Files are read in parallel (interleave), parsed in batches, and prefetched. A corrupt record
-    raises `tf.errors.DataLossError` naming the file; with `skip_corrupt=True` the damaged rest
-    of that file is skipped instead, and a warning is logged per file.
+    raises `tf.errors.DataLossError` ("corrupted record at N"; TensorFlow does not say which
+    file, so run `check_tfrecords` to name it); with `skip_corrupt=True` the damaged rest of that
+    file is skipped instead, with a logged warning.
 
     Example:
         ```python
@@ -110,3 +111,25 @@ def read_pretraining_tfrecords(pattern, max_seq_length=128, max_predictions=20, 
                              deterministic=seed is not None)
             .batch(batch_size, drop_remainder=True).map(to_model, num_parallel_calls=tf.data.AUTOTUNE)
             .prefetch(tf.data.AUTOTUNE))
+
+
+def check_tfrecords(paths, compression=None):
+    """Reads every record of every file once; returns the record count per file, or raises
+    `ValueError` naming the first corrupt file and the record where it breaks.
+
+    Example:
+        ```python
+        # counts = check_tfrecords(glob.glob("data/pretrain-*.tfrecord"))
+        ```
+    """
+    counts = {}
+    for path in [paths] if isinstance(paths, str) else paths:
+        n = 0
+        try:
+            for _ in tf.data.TFRecordDataset(path, compression_type=compression or ""):
+                n += 1
+        except tf.errors.DataLossError as e:
+            raise ValueError(f"{path} is corrupt after record {n}: {e.message.split('}')[-1].strip()}. "
+                             "Re-create it, or read with skip_corrupt=True to skip the damaged rest.") from None
+        counts[path] = n
+    return counts

@@ -79,7 +79,15 @@ def tokenize_documents(documents, tokenizer, batch_size=4096, verbose=True):
 @dataclasses.dataclass(frozen=True)
 class Instance:
     """One pre-training example before masking: two segments and the sentence label
-    (0 = IsNext / in order, 1 = NotNext / swapped)."""
+    (0 = IsNext / in order, 1 = NotNext / swapped).
+
+    Example:
+        ```python
+        import numpy as np
+        from keras_bert_lib.data import Instance
+        instance = Instance(np.array([5, 6]), np.array([7]), label=0)
+        ```
+    """
 
     tokens_a: np.ndarray
     tokens_b: np.ndarray

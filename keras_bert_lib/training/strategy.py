@@ -17,6 +17,8 @@ def create_strategy(name="auto", tpu_address=None):
     """
     if name not in STRATEGIES:
         raise ValueError(f"strategy={name!r} is not one of {STRATEGIES}.")
+    if name == "multi_worker":  # must come before anything initialises TensorFlow's context
+        return tf.distribute.MultiWorkerMirroredStrategy()
     gpus = tf.config.list_logical_devices("GPU")
     if name == "auto":
         return tf.distribute.MirroredStrategy() if len(gpus) > 1 else tf.distribute.get_strategy()
@@ -25,8 +27,6 @@ def create_strategy(name="auto", tpu_address=None):
     if name == "mirrored":
         devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
         return tf.distribute.MirroredStrategy(devices)
-    if name == "multi_worker":
-        return tf.distribute.MultiWorkerMirroredStrategy()
     # A TPU is not reachable on this machine; this is the standard TPUStrategy start-up.
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu_address or "")
     tf.config.experimental_connect_to_cluster(resolver)

@@ -110,7 +110,10 @@ def _datasets(config, tokenizer):
                 .map(masked, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE))
     tf.random.set_seed(config.seed)  # the held-out masks are drawn once, the same every run
     eval_batches = [masked(*b) for b in tf.data.Dataset.from_tensor_slices(to_model(eval_arrays))
-                    .batch(config.batch_size, drop_remainder=True)]
+                    .batch(config.batch_size)]
+    if not eval_batches:
+        raise ValueError(f"The held-out documents ({n_eval}) gave no instance; use a larger corpus "
+                         "or a larger eval_fraction.")
     eval_ds = tf.data.Dataset.from_tensor_slices(
         tuple({k: tf.concat([b[i][k] for b in eval_batches], 0) for k in eval_batches[0][i]} for i in range(3))
     ).batch(config.batch_size)

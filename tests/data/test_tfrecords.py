@@ -13,7 +13,7 @@ from keras_bert_lib.data.tfrecords import (
 T, P = 16, 4
 
 # create_pretraining_data.py's reader spec (run_pretraining.py input_fn_builder), written out.
-GOOGLE_SPEC = {
+GOOGLE_FEATURES = {
     "input_ids": tf.io.FixedLenFeature([T], tf.int64),
     "input_mask": tf.io.FixedLenFeature([T], tf.int64),
     "segment_ids": tf.io.FixedLenFeature([T], tf.int64),
@@ -43,7 +43,7 @@ def test_our_records_parse_with_googles_spec_and_read_back(tmp_path, compression
     batches = list(_batches())
     paths = write_pretraining_tfrecords(batches, str(tmp_path / "pre"), num_shards=2, compression=compression)
     assert [p.split("/")[-1] for p in paths] == ["pre-00000-of-00002.tfrecord", "pre-00001-of-00002.tfrecord"]
-    parsed = [tf.io.parse_single_example(r, GOOGLE_SPEC)
+    parsed = [tf.io.parse_single_example(r, GOOGLE_FEATURES)
               for r in tf.data.TFRecordDataset(paths, compression_type=compression or "")]
     assert len(parsed) == 12
     ours = list(read_pretraining_tfrecords(str(tmp_path / "pre-*"), T, P, batch_size=12,
@@ -58,10 +58,10 @@ def test_files_written_with_googles_spec_parse_with_our_reader(tmp_path):
     path = str(tmp_path / "google.tfrecord")
     with tf.io.TFRecordWriter(path) as writer:
         for row in range(5):
-            values = {k: list(range(row, row + spec.shape[0])) for k, spec in GOOGLE_SPEC.items()}
+            values = {k: list(range(row, row + spec.shape[0])) for k, spec in GOOGLE_FEATURES.items()}
             values["next_sentence_labels"] = [row % 2]
             feature = {k: tf.train.Feature(float_list=tf.train.FloatList(value=[float(x) for x in v]))
-                       if GOOGLE_SPEC[k].dtype == tf.float32 else tf.train.Feature(int64_list=tf.train.Int64List(value=v))
+                       if GOOGLE_FEATURES[k].dtype == tf.float32 else tf.train.Feature(int64_list=tf.train.Int64List(value=v))
                        for k, v in values.items()}
             writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
     inputs, labels, weights = next(iter(read_pretraining_tfrecords(path, T, P, batch_size=5, shuffle_files=False)))

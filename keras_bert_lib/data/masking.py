@@ -40,14 +40,13 @@ def mask_tokens(features, vocab_size, mask_id, special_ids, max_predictions=20, 
     ids = tf.cast(features["token_ids"], tf.int32)
     mask = tf.cast(features["padding_mask"], tf.bool)
     ragged = tf.RaggedTensor.from_tensor(ids, lengths=tf.reduce_sum(tf.cast(mask, tf.int32), axis=1))
-    grouped = word_starts is not None
-    if grouped:  # pieces grouped into words, (B, words, pieces): a word is chosen whole
+    if word_starts is not None:  # pieces grouped into words, (B, words, pieces): a word is chosen whole
         ragged = _group(ragged, tf.ragged.boolean_mask(tf.cast(word_starts, tf.bool), mask))
     selector = tft.RandomItemSelector(max_predictions, rate, unselectable_ids=list(special_ids))
     chooser = tft.MaskValuesChooser(vocab_size, mask_id, mask_token_rate, random_token_rate)
     masked, masked_positions, masked_ids = tft.mask_language_model(ragged, selector, chooser, axis=1)
-    # The outputs come back merged to (B, pieces) either way. Positions index each row's pieces. With whole words, more than P pieces can be masked;
-    # only the first P are predicted (the rest stay masked in the input).
+    # The outputs come back as (B, pieces) either way, positions indexing each row's pieces. With
+    # whole words more than P pieces can be masked; only the first P are predicted.
     token_ids = masked.to_tensor(default_value=0, shape=tf.shape(ids))
     token_ids = tf.where(mask, token_ids, ids)
     positions = masked_positions.to_tensor(default_value=0, shape=[tf.shape(ids)[0], max_predictions])

@@ -23,6 +23,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import keras_bert_lib as kb  # noqa: E402
+from bench.interleaved import interleaved_medians  # noqa: E402
 from tests.reference.keras_hub_weights import copy_from_keras_hub  # noqa: E402
 
 
@@ -97,27 +98,23 @@ def main():
         batch = batch_of(size, args.length, config.vocab_size)
         for fn in variants.values():  # compile and warm up
             fn(batch), fn(batch)
-        times = {name: [] for name in variants}
         ceilings = []
-        for _ in range(args.rounds):
-            for name, fn in variants.items():
-                start = time.perf_counter()
-                keras.tree.map_structure(np.asarray, fn(batch))
-                times[name].append(time.perf_counter() - start)
-            ceilings.append(matmul_ceiling(size * args.length, 0.5))
+        medians = interleaved_medians(
+            {name: (lambda fn=fn: keras.tree.map_structure(np.asarray, fn(batch))) for name, fn in variants.items()},
+            args.rounds, lambda: ceilings.append(matmul_ceiling(size * args.length, 0.5)))
         ceil = statistics.median(ceilings)
         flop = flops_per_sequence(config, args.length) * size
-        hub_best = min(statistics.median(times[n]) for n in variants if n.startswith("keras-hub"))
-        ours_fp32 = statistics.median(times["ours predict_on_batch (default: XLA)"])
+        hub_best = min(medians[n] for n in variants if n.startswith("keras-hub"))
+        ours_fp32 = medians["ours predict_on_batch (default: XLA)"]
         print(f"\nbatch {size} x {args.length} tokens, L={config.num_hidden_layers}; "
               f"{flop / size / 1e9:.2f} GFLOP/seq; matmul ceiling {ceil:.0f} GFLOP/s (median)")
         print(f"{'variant':40s} {'median ms':>10s} {'seq/s':>8s} {'GFLOP/s':>8s} {'% ceil':>7s} "
               f"{'vs hub best':>11s}")
         for name in variants:
-            t = statistics.median(times[name])
+            t = medians[name]
             print(f"{name:40s} {t * 1e3:10.1f} {size / t:8.1f} {flop / t / 1e9:8.0f} "
                   f"{100 * flop / t / 1e9 / ceil:6.0f}% {hub_best / t:10.2f}x")
-        t_bf16 = statistics.median(times["ours mixed_bfloat16 (XLA)"])
+        t_bf16 = medians["ours mixed_bfloat16 (XLA)"]
         print(f"bfloat16 speed-up over our float32: {ours_fp32 / t_bf16:.2f}x")
 
     batch = batch_of(8, args.length, config.vocab_size)

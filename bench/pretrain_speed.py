@@ -10,7 +10,6 @@ examples/s against what the model consumes.
 
 import argparse
 import os
-import statistics
 import sys
 import time
 
@@ -22,6 +21,7 @@ import keras_hub  # noqa: E402
 import numpy as np  # noqa: E402
 
 import keras_bert_lib as kb  # noqa: E402
+from bench.interleaved import interleaved_medians  # noqa: E402
 from keras_bert_lib.training import create_optimizer  # noqa: E402
 
 
@@ -65,17 +65,12 @@ def main():
     }
     for fn in variants.values():
         fn(), fn()
-    times = {name: [] for name in variants}
-    for _ in range(args.rounds):
-        for name, fn in variants.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    hub_t = statistics.median(times["keras-hub BertMaskedLM (XLA)"])
+    medians = interleaved_medians(variants, args.rounds)
+    hub_t = medians["keras-hub BertMaskedLM (XLA)"]
     print(f"\ntrain step, batch {B} x {T}, L={config.num_hidden_layers}, P={P}; medians of {args.rounds}")
     print(f"{'variant':40s} {'median s':>9s} {'tokens/s':>9s} {'vs keras-hub':>13s}")
     for name in variants:
-        t = statistics.median(times[name])
+        t = medians[name]
         print(f"{name:40s} {t:9.2f} {B * T / t:9.0f} {hub_t / t:12.2f}x")
 
     from keras_bert_lib.text import WordPieceTokenizer
@@ -90,7 +85,7 @@ def main():
     for _ in range(n):
         next(iterator)
     pipeline = n * B / (time.perf_counter() - start)
-    consumed = B / statistics.median(times["ours BertPretrainer MLM + NSP (XLA)"])
+    consumed = B / medians["ours BertPretrainer MLM + NSP (XLA)"]
     print(f"input pipeline alone: {pipeline:,.0f} examples/s; the model consumes {consumed:,.1f}/s "
           f"(pipeline is {pipeline / consumed:,.0f}x faster)")
 

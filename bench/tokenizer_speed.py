@@ -9,9 +9,7 @@ interleaved and the table gives medians and ratios.
 
 import argparse
 import os
-import statistics
 import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -22,6 +20,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from tokenizers import BertWordPieceTokenizer  # noqa: E402
 
+from bench.interleaved import interleaved_medians  # noqa: E402
 from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer, build_stdlib_corpus  # noqa: E402
 
 LENGTH = 128
@@ -64,17 +63,12 @@ def main():
     # keras-hub case-folds ("ß" -> "ss") where HuggingFace lower-cases; ours equals HuggingFace
     # (tests/text), so the two differ on some batches. Printed as a sanity check.
     same = np.mean([np.array_equal(ours_fn(b)["token_ids"].numpy(), hub_fn(b)[0].numpy()) for b in batches])
-    times = {name: [] for name in variants}
-    for _ in range(args.rounds):
-        for name, fn in variants.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    base = statistics.median(times["keras_bert_lib BertPreprocessor (tf.function)"])
+    medians = interleaved_medians(variants, args.rounds)
+    base = medians["keras_bert_lib BertPreprocessor (tf.function)"]
     print(f"\n{len(lines)} lines, batches of {args.batch}, padded to {LENGTH}; medians of {args.rounds} rounds")
     print(f"{'variant':48s} {'median s':>9s} {'lines/s':>9s} {'ours is':>9s}")
     for name in variants:
-        t = statistics.median(times[name])
+        t = medians[name]
         print(f"{name:48s} {t:9.2f} {len(lines) / t:9.0f} {t / base:8.2f}x")
     print(f"batches where ours and keras-hub give identical ids: {same:.0%}")
 

@@ -18,4 +18,8 @@ from keras_bert_lib.models.factories import (
 )
 from keras_bert_lib.models.pretrainer import BertPretrainer
 
-__all__ = ["BertEncoder", "BertPretrainer", "build_encoder"]
+__all__ = [
+    "BertEncoder", "BertPretrainer", "build_encoder",
+    "bert_tiny", "bert_mini", "bert_small", "bert_medium", "bert_base", "bert_large",
+    "albert_base", "albert_large", "albert_xlarge", "albert_xxlarge", "distilbert_base", "roberta_base",
+]

@@ -6,9 +6,11 @@ import keras
 
 
 class StopOnNonFiniteLoss(keras.callbacks.Callback):
-    """Stops training at the first NaN or Inf loss and says which step; checkpoints written before
-    stay as they are (the bad weights are never saved, since this runs before the checkpoint
-    callbacks' epoch end).
+    """Stops training at the first NaN or Inf loss with a FloatingPointError naming the step.
+
+    Put it first in the callback list: it raises in `on_train_batch_end` before any later
+    callback (BackupAndRestore, ModelCheckpoint) can save the bad weights, so the checkpoints
+    written before stay as they were.
 
     Example:
         ```python

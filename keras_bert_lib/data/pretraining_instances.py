@@ -151,51 +151,44 @@ def create_instances(documents, max_seq_length=128, short_seq_prob=0.1, sentence
 def _from_document(documents, index, max_seq_length, short_seq_prob, task, rng):
     document = documents[index]
     max_tokens = max_seq_length - 3
-    target = rng.randint(2, max_tokens) if rng.random() < short_seq_prob else max_tokens
-    instances, chunk, length, i = [], [], 0, 0
+    new_target = lambda: rng.randint(2, max_tokens) if rng.random() < short_seq_prob else max_tokens  # noqa: E731
+    target, instances, chunk, length, i = new_target(), [], [], 0, 0
     while i < len(document):
         chunk.append(document[i])
         length += len(document[i])
-        if i == len(document) - 1 or length >= target:
-            if chunk:
-                a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
-                a = np.concatenate(chunk[:a_end])
-                label = 0
-                # Google forces NotNext on a one-sentence chunk (it cannot be cut into A and B),
-                # which skews its labels to ~53% NotNext on short documents; we keep such a
-                # chunk as NotNext half the time and drop it otherwise, so labels stay 50/50.
-                single = len(chunk) == 1
-                if task == "nsp" and single and rng.random() < 0.5:
-                    chunk, length = [], 0
-                    target = rng.randint(2, max_tokens) if rng.random() < short_seq_prob else max_tokens
-                    i += 1
-                    continue
-                if task == "nsp" and (single or rng.random() < 0.5):
-                    label = 1
-                    other = index
-                    for _ in range(10):
-                        other = rng.randint(0, len(documents) - 1)
-                        if other != index:
-                            break
-                    random_doc = documents[other]
-                    parts, start = [], rng.randint(0, len(random_doc) - 1)
-                    for sentence in random_doc[start:]:  # whole sentences up to B's target length
-                        parts.append(sentence)
-                        if sum(map(len, parts)) >= target - len(a):
-                            break
-                    b = np.concatenate(parts)
+        # One change from Google: a chunk holds at least two sentences, so it can always be cut
+        # into A and B (truncation trims it to max_seq_length). Google turns a one-sentence
+        # chunk into a forced NotNext, which skews the labels (to 60% NotNext at 64 tokens on
+        # the quick-start corpus); here a lone last sentence of a document is dropped instead.
+        if (length >= target and len(chunk) >= 2) or i == len(document) - 1:
+            if len(chunk) >= 2:
+                a_end = rng.randint(1, len(chunk) - 1)
+                a, b, label = np.concatenate(chunk[:a_end]), np.concatenate(chunk[a_end:]), 0
+                if task == "nsp" and rng.random() < 0.5:
+                    b, label = _random_segment(documents, index, target - len(a), rng), 1
                     i -= len(chunk) - a_end  # put the unused sentences back
-                else:
-                    b = np.concatenate(chunk[a_end:]) if a_end < len(chunk) else np.zeros(0, "int32")
-                    if task == "sop" and rng.random() < 0.5:
-                        a, b, label = b, a, 1
-                if len(a) and len(b):
-                    a, b = _truncate_pair(a, b, max_tokens, rng)
-                    instances.append(Instance(a, b, label))
-            chunk, length = [], 0
-            target = rng.randint(2, max_tokens) if rng.random() < short_seq_prob else max_tokens
+                elif task == "sop" and rng.random() < 0.5:
+                    a, b, label = b, a, 1
+                a, b = _truncate_pair(a, b, max_tokens, rng)
+                instances.append(Instance(a, b, label))
+            chunk, length, target = [], 0, new_target()
         i += 1
     return instances
+
+
+def _random_segment(documents, index, target, rng):
+    """Whole sentences of another document from a random start, up to `target` tokens."""
+    other = index
+    for _ in range(10):
+        other = rng.randint(0, len(documents) - 1)
+        if other != index:
+            break
+    random_doc, parts = documents[other], []
+    for sentence in random_doc[rng.randint(0, len(random_doc) - 1):]:
+        parts.append(sentence)
+        if sum(map(len, parts)) >= target:
+            break
+    return np.concatenate(parts)
 
 
 def pack_instances(instances, max_seq_length, cls_id, sep_id, pad_id=0):

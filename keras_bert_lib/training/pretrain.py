@@ -217,7 +217,7 @@ def run_pretraining(config: PretrainConfig):
     ]
     epochs = max(1, config.steps // config.steps_per_epoch)
     pretrainer.fit(train_ds, epochs=epochs, steps_per_epoch=config.steps_per_epoch,
-                   callbacks=callbacks, verbose=2)
+                   validation_data=eval_ds, callbacks=callbacks, verbose=2)
     results = pretrainer.evaluate(eval_ds, return_dict=True, verbose=0)
     history = _read_history(os.path.join(config.output_dir, "history.csv"))
     report = {

@@ -1,6 +1,7 @@
 """BERT's optimizers: AdamW without decay on LayerNorm and biases, or LAMB; clipping, accumulation."""
 
 import keras
+import tensorflow as tf
 
 from keras_bert_lib.training.schedules import WarmupLinearDecay
 
@@ -8,6 +9,51 @@ OPTIMIZERS = ("adamw", "lamb")
 # Google's BERT excludes LayerNorm and bias from weight decay (optimization.py). Keras matches
 # these against variable names: LayerNorm's are "gamma"/"beta", biases end in "bias".
 NO_DECAY = ["gamma", "beta", "bias"]
+
+
+class _ClipAfterAllReduce:
+    """Clips the replicas' summed gradient, not each replica's own.
+
+    Keras clips by global norm before it sums the gradients across replicas, so two replicas
+    clip two half-batch gradients, a different update from one device's (tensorflow#33929
+    describes the ordering). Here the sum comes first, once, and the update step then uses it
+    as it is: the same update as one device, and still one all-reduce per step.
+    """
+
+    def _clip_gradients(self, grads):
+        context = tf.distribute.get_replica_context()
+        if context is not None and context.num_replicas_in_sync > 1:
+            present = [g for g in grads if g is not None]
+            summed = iter(context.all_reduce(tf.distribute.ReduceOp.SUM, present))
+            grads = [None if g is None else next(summed) for g in grads]
+        return super()._clip_gradients(grads)
+
+    def _all_reduce_sum_gradients(self, grads_and_vars):
+        return list(grads_and_vars)  # summed already, in _clip_gradients
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_lib")
+class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
+    """keras.optimizers.AdamW whose global-norm clipping sees the sum over replicas.
+
+    Example:
+        ```python
+        from keras_bert_lib.training.optimizers import AdamW
+        optimizer = AdamW(learning_rate=1e-4, global_clipnorm=1.0)
+        ```
+    """
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_lib")
+class Lamb(_ClipAfterAllReduce, keras.optimizers.Lamb):
+    """keras.optimizers.Lamb whose global-norm clipping sees the sum over replicas.
+
+    Example:
+        ```python
+        from keras_bert_lib.training.optimizers import Lamb
+        optimizer = Lamb(learning_rate=1e-3, global_clipnorm=1.0)
+        ```
+    """
 
 
 def create_optimizer(name="adamw", peak_learning_rate=1e-4, warmup_steps=10_000, total_steps=1_000_000,
@@ -33,7 +79,7 @@ def create_optimizer(name="adamw", peak_learning_rate=1e-4, warmup_steps=10_000,
     if name not in OPTIMIZERS:
         raise ValueError(f"optimizer {name!r} is not one of {OPTIMIZERS}.")
     schedule = WarmupLinearDecay(peak_learning_rate, warmup_steps, total_steps)
-    cls = keras.optimizers.AdamW if name == "adamw" else keras.optimizers.Lamb
+    cls = AdamW if name == "adamw" else Lamb
     optimizer = cls(learning_rate=schedule, weight_decay=weight_decay, beta_1=0.9, beta_2=0.999,
                     epsilon=1e-6, global_clipnorm=clipnorm,
                     gradient_accumulation_steps=gradient_accumulation_steps)

@@ -208,7 +208,7 @@ def run_pretraining(config: PretrainConfig):
                                      config.steps, config.weight_decay, config.clipnorm,
                                      config.gradient_accumulation_steps,
                                      loss_scale=config.dtype == "mixed_float16")
-        pretrainer.compile(optimizer=optimizer, jit_compile=config.jit_compile)
+        pretrainer.compile(optimizer=optimizer, jit_compile=_jit_compile(config, strategy))
     callbacks = [
         StopOnNonFiniteLoss(),  # first: a bad step must never reach a checkpoint
         keras.callbacks.BackupAndRestore(os.path.join(config.output_dir, "backup")),
@@ -234,6 +234,17 @@ def run_pretraining(config: PretrainConfig):
         save_checkpoint(pretrainer, export, format="hf")
         atomic_write_text(os.path.join(export, "vocab.txt"), "\n".join(tokenizer.vocabulary) + "\n")
     return report
+
+
+def _jit_compile(config, strategy):
+    """XLA unless several replicas share the CPU: XLA cannot place one program over logical CPUs."""
+    import tensorflow as tf
+
+    if config.jit_compile and strategy.num_replicas_in_sync > 1 and not tf.config.list_logical_devices("GPU"):
+        logger.warning("XLA is off: %d replicas on CPUs (XLA reads variables across logical CPU "
+                       "devices and fails; on GPUs and TPUs it stays on).", strategy.num_replicas_in_sync)
+        return False
+    return config.jit_compile
 
 
 def _read_history(path):

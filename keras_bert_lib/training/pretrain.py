@@ -34,6 +34,7 @@ class PretrainConfig:
     vocab_size: int = 8000
     lowercase: bool = True
     preset: str = "bert_tiny"
+    dropout: float | None = None  # None: the preset's (0.1 for BERT); sets hidden and attention dropout
     sentence_task: str = "nsp"
     max_seq_length: int = 128
     max_predictions: int = 20
@@ -41,6 +42,7 @@ class PretrainConfig:
     short_seq_prob: float = 0.1
     dupe_factor: int = 3
     whole_word_masking: bool = False
+    max_ngram: int = 1  # ALBERT masks n-grams up to 3
     batch_size: int = 32
     steps: int = 1500
     steps_per_epoch: int = 100  # a checkpoint and a point on the curves each
@@ -89,7 +91,7 @@ def _datasets(config, tokenizer):
     make = lambda docs, dupe, seed: pack_instances(  # noqa: E731
         create_instances(docs, config.max_seq_length, config.short_seq_prob, config.sentence_task,
                          dupe, seed), config.max_seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
-    train_arrays, eval_arrays = make(train, config.dupe_factor, config.seed), make(held_out, 1, config.seed + 1)
+    train_arrays, eval_arrays = make(train, config.dupe_factor, config.seed), make(held_out, config.dupe_factor, config.seed + 1)
     continuation = np.array([t.startswith("##") for t in tokenizer.vocabulary])
     specials = [tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id]
 
@@ -100,7 +102,8 @@ def _datasets(config, tokenizer):
     def masked(features, labels):
         starts = ~tf.gather(continuation, features["token_ids"]) if config.whole_word_masking else None
         inputs, y, w = mask_tokens(features, tokenizer.vocabulary_size(), tokenizer.mask_id, specials,
-                                   config.max_predictions, config.masked_lm_prob, word_starts=starts)
+                                   config.max_predictions, config.masked_lm_prob, word_starts=starts,
+                                   max_ngram=config.max_ngram)
         y["nsp_logits"], w["nsp_logits"] = labels, tf.ones_like(labels, tf.float32)
         return inputs, y, w
 
@@ -187,7 +190,7 @@ def run_pretraining(config: PretrainConfig):
     """
     import keras
 
-    from keras_bert_lib import BertPretrainer, PRESETS, build_encoder, save_checkpoint
+    from keras_bert_lib import BertPretrainer, build_encoder, save_checkpoint
     from keras_bert_lib.text import WordPieceTokenizer, build_stdlib_corpus
     from keras_bert_lib.training import StopOnNonFiniteLoss, create_optimizer, create_strategy
 
@@ -201,8 +204,7 @@ def run_pretraining(config: PretrainConfig):
 
     strategy = create_strategy(config.strategy)
     with strategy.scope():
-        encoder = build_encoder(PRESETS[config.preset].replace(vocab_size=tokenizer.vocabulary_size()),
-                                dtype=config.dtype)
+        encoder = build_encoder(_encoder_config(config, tokenizer), dtype=config.dtype)
         pretrainer = BertPretrainer(encoder, sentence_task=config.sentence_task)
         optimizer = create_optimizer(config.optimizer, config.learning_rate, config.warmup_steps,
                                      config.steps, config.weight_decay, config.clipnorm,
@@ -234,6 +236,15 @@ def run_pretraining(config: PretrainConfig):
         save_checkpoint(pretrainer, export, format="hf")
         atomic_write_text(os.path.join(export, "vocab.txt"), "\n".join(tokenizer.vocabulary) + "\n")
     return report
+
+
+def _encoder_config(config, tokenizer):
+    from keras_bert_lib import PRESETS
+
+    changes = {"vocab_size": tokenizer.vocabulary_size()}
+    if config.dropout is not None:
+        changes.update(hidden_dropout_prob=config.dropout, attention_probs_dropout_prob=config.dropout)
+    return PRESETS[config.preset].replace(**changes)
 
 
 def _jit_compile(config, strategy):

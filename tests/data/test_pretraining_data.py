@@ -95,3 +95,33 @@ def test_whole_word_masking_masks_every_piece_of_a_chosen_word(tokenizer):
     word = np.cumsum(starts)
     for w in np.unique(word[is_masked]):
         assert is_masked[word == w].all(), "a word was masked only in part"
+
+
+def _masked_runs(documents, tokenizer, **options):
+    packed = pack_instances(create_instances(documents, 128, sentence_task="sop", seed=4)[:1500], 128,
+                            tokenizer.cls_id, tokenizer.sep_id)
+    features = {k: packed[k] for k in ("token_ids", "segment_ids", "padding_mask")}
+    tf.random.set_seed(1)
+    inputs, _, weights = mask_tokens(features, tokenizer.vocabulary_size(), tokenizer.mask_id,
+                                     [tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id],
+                                     max_predictions=40, **options)
+    ids = features["token_ids"]
+    chosen = np.zeros(ids.shape, bool)
+    rows = np.repeat(np.arange(len(ids))[:, None], 40, 1)
+    w = weights["mlm_logits"].numpy() > 0
+    chosen[rows[w], inputs["masked_positions"].numpy()[w]] = True
+    special = np.isin(ids, [tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id])
+    neighbour = np.zeros_like(chosen)
+    neighbour[:, 1:] |= chosen[:, :-1]
+    neighbour[:, :-1] |= chosen[:, 1:]
+    return chosen.sum() / (~special).sum(), (chosen & neighbour).sum() / chosen.sum(), (chosen & special).any()
+
+
+def test_ngram_masking_chooses_runs_of_up_to_three_at_the_same_rate(documents, tokenizer):
+    """P(n) ∝ 1/n, n ≤ 3: a chosen piece sits in an n-gram of 2 or 3 with probability
+    (2·3 + 3·2) / 18 = 2/3 (more where two n-grams touch); single-piece masking gives ~0.25."""
+    rate, together, special = _masked_runs(documents, tokenizer, max_ngram=3)
+    single_rate, single_together, _ = _masked_runs(documents, tokenizer)
+    assert not special
+    assert abs(rate - 0.15) <= 0.01 and abs(single_rate - 0.15) <= 0.01, (rate, single_rate)
+    assert 0.64 <= together <= 0.8 and single_together < 0.35, (together, single_together)

@@ -34,7 +34,8 @@ def write_pretraining_tfrecords(batches, path_prefix, num_shards=1, compression=
     """Writes masked batches (from `mask_tokens`, with sentence labels) as Google-format records.
 
     Each shard is written to a temporary name and renamed when complete, so a reader never sees
-    half a file. Returns the shard paths.
+    half a file. Inputs that carry `token_boundary` (ALBERT's files: 1 where a word begins) have
+    it written too. Returns the shard paths.
 
     Args:
         batches: iterable of (inputs, labels, weights) as the pre-training dataset yields them.
@@ -58,6 +59,8 @@ def write_pretraining_tfrecords(batches, path_prefix, num_shards=1, compression=
             "masked_lm_ids": labels["mlm_logits"], "masked_lm_weights": weights["mlm_logits"],
             "next_sentence_labels": np.reshape(labels["nsp_logits"], (-1, 1)),
         }
+        if "token_boundary" in inputs:
+            arrays["token_boundary"] = inputs["token_boundary"]
         arrays = {k: np.asarray(v) for k, v in arrays.items()}
         for row in range(len(arrays["input_ids"])):
             feature = {
@@ -75,13 +78,15 @@ def write_pretraining_tfrecords(batches, path_prefix, num_shards=1, compression=
 
 
 def read_pretraining_tfrecords(pattern, max_seq_length=128, max_predictions=20, batch_size=32,
-                               compression=None, skip_corrupt=False, shuffle_files=True, seed=None):
+                               compression=None, skip_corrupt=False, shuffle_files=True, seed=None,
+                               albert=False):
     """Reads Google-format pre-training records as (inputs, labels, weights) batches.
 
     Files are read in parallel (interleave), parsed in batches, and prefetched. A corrupt record
     raises `tf.errors.DataLossError` ("corrupted record at N"; TensorFlow does not say which
     file, so run `check_tfrecords` to name it); with `skip_corrupt=True` the damaged rest of that
-    file is skipped instead, with a logged warning.
+    file is skipped instead, with a logged warning. `albert=True` reads ALBERT's files, whose
+    `token_boundary` is checked by the parser and not passed to the model.
 
     Example:
         ```python
@@ -89,7 +94,7 @@ def read_pretraining_tfrecords(pattern, max_seq_length=128, max_predictions=20, 
         ```
     """
     files = tf.data.Dataset.list_files(pattern, shuffle=shuffle_files, seed=seed)
-    spec = google_feature_spec(max_seq_length, max_predictions)
+    spec = google_feature_spec(max_seq_length, max_predictions, albert)
 
     def records(path):
         ds = tf.data.TFRecordDataset(path, compression_type=compression or "")

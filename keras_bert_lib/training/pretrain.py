@@ -48,7 +48,9 @@ class PretrainConfig:
     compression: str | None = None  # static masking's TFRecords: None, "GZIP" or "ZLIB"
     batch_size: int = 32
     steps: int = 1500
-    steps_per_epoch: int = 100  # a checkpoint and a point on the curves each
+    steps_per_epoch: int = 100  # a backup (for resuming) and a point on the curves each
+    checkpoint_every: int = 500  # steps between kept checkpoints (output_dir/checkpoints)
+    keep_checkpoints: int = 3
     learning_rate: float = 1e-3
     warmup_steps: int = 150
     weight_decay: float = 0.01
@@ -250,7 +252,7 @@ def run_pretraining(config: PretrainConfig):
 
     from keras_bert_lib import BertPretrainer, build_encoder, save_checkpoint
     from keras_bert_lib.text import WordPieceTokenizer, build_stdlib_corpus
-    from keras_bert_lib.training import StopOnNonFiniteLoss, create_optimizer, create_strategy
+    from keras_bert_lib.training import PeriodicCheckpoints, StopOnNonFiniteLoss, create_optimizer, create_strategy
 
     os.makedirs(config.output_dir, exist_ok=True)
     atomic_write_text(os.path.join(config.output_dir, "config.json"), config.to_json())
@@ -272,6 +274,8 @@ def run_pretraining(config: PretrainConfig):
     callbacks = [
         StopOnNonFiniteLoss(),  # first: a bad step must never reach a checkpoint
         keras.callbacks.BackupAndRestore(os.path.join(config.output_dir, "backup")),
+        PeriodicCheckpoints(os.path.join(config.output_dir, "checkpoints"), config.checkpoint_every,
+                            config.keep_checkpoints),
         keras.callbacks.TensorBoard(os.path.join(config.output_dir, "logs"), update_freq=config.steps_per_epoch),
         keras.callbacks.CSVLogger(os.path.join(config.output_dir, "history.csv"), append=True),
     ]

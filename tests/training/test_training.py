@@ -69,3 +69,30 @@ def test_a_nan_loss_stops_training_and_keeps_the_last_backup(tmp_path):
     restored.fit(x, y, sample_weight=w, batch_size=8, epochs=1, verbose=0,
                  callbacks=[keras.callbacks.BackupAndRestore(str(tmp_path / "backup"), save_freq=5)])
     assert np.isfinite(restored.get_layer("nsp_head").dense.bias.numpy()).all()
+
+
+def test_periodic_checkpoints_keep_the_newest_and_restore_model_and_optimizer(tmp_path):
+    import tensorflow as tf
+
+    from keras_bert_lib.training import PeriodicCheckpoints
+
+    def compiled():
+        model = BertPretrainer(bert_tiny(num_hidden_layers=1, vocab_size=50))
+        model.compile(optimizer=create_optimizer(warmup_steps=1, total_steps=50), jit_compile=False)
+        return model
+
+    model, (x, y, w), kernels = compiled(), _batch(8), {}
+
+    class Record(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            kernels[int(self.model.optimizer.iterations.numpy())] = self.model.get_layer("nsp_head").dense.kernel.numpy()
+
+    model.fit(x, y, sample_weight=w, batch_size=2, epochs=2, verbose=0,  # 8 steps, and a 9th below
+              callbacks=[Record(), PeriodicCheckpoints(str(tmp_path), every_steps=3, max_to_keep=2)])
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(), str(tmp_path), max_to_keep=2)
+    assert [p.rsplit("-", 1)[1] for p in manager.checkpoints] == ["6", "8"]  # 3 deleted; 8 at the end
+    restored = compiled()
+    restored.train_on_batch(x, y, w)  # builds the optimizer's slots
+    tf.train.Checkpoint(model=restored, optimizer=restored.optimizer).restore(manager.checkpoints[0]).assert_consumed()
+    np.testing.assert_array_equal(restored.get_layer("nsp_head").dense.kernel.numpy(), kernels[6])
+    assert int(restored.optimizer.iterations.numpy()) == 6

@@ -7,6 +7,7 @@ forward pass. This module is the command line, so it writes to standard output.
 """
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -84,6 +85,9 @@ def _add_config_flags(parser):
         flag = "--" + field.name.replace("_", "-")
         if field.name == "corpus":
             parser.add_argument(flag, nargs="+", help="corpus files (Google's format or .jsonl)")
+        elif field.name == "phases":
+            parser.add_argument(flag, type=json.loads, help='JSON list of overrides, e.g. \'[{"steps": 900}, '
+                                '{"max_seq_length": 512, "steps": 100}]\'')
         elif field.type in (bool, "bool"):
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None)
         else:  # int, float, str, or `X | None`
@@ -93,7 +97,6 @@ def _add_config_flags(parser):
 
 def _pretrain(args):
     import dataclasses
-    import json
     import logging
 
     from keras_bert_lib.training.pretrain import PretrainConfig, run_pretraining

@@ -12,3 +12,16 @@ def _fresh_keras_state():
     keras.utils.set_random_seed(0)
     yield
     keras.backend.clear_session()
+
+
+@pytest.fixture
+def tiny_corpus(tmp_path):
+    """A 40-document corpus in Google's format, small enough for a recipe run in seconds."""
+    words = "the model reads text and learns which word fits where in every sentence it sees".split()
+    path = tmp_path / "corpus.txt"
+    with open(path, "w") as f:
+        for doc in range(40):
+            for s in range(6):
+                f.write(" ".join(words[(doc + s + k) % len(words)] for k in range(8 + s)) + ".\n")
+            f.write("\n")
+    return path

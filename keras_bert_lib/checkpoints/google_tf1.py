@@ -1,10 +1,12 @@
-"""Google's TF1 checkpoints: `bert_config.json` (or `albert_config.json`) beside `*.ckpt*`."""
+"""Google's TF1 checkpoints: `bert_config.json` (or `albert_config.json`) beside `*.ckpt*`.
+
+Reading and writing them needs TensorFlow (imported here only then), whatever the Keras backend.
+"""
 
 import glob
 import os
 
 import numpy as np
-import tensorflow as tf
 
 from keras_bert_lib.config import EncoderConfig
 
@@ -37,6 +39,8 @@ def find(path):
 
 def read(config_file, prefix):
     """(EncoderConfig, {name: array}) of a Google checkpoint."""
+    import tensorflow as tf
+
     config = EncoderConfig.from_google_json(config_file)
     try:
         reader = tf.train.load_checkpoint(prefix)
@@ -48,6 +52,8 @@ def read(config_file, prefix):
 
 def write(tensors, config, folder, albert):
     """Writes `tensors` ({Google name: array}) as a V2 checkpoint with its config into `folder`."""
+    import tensorflow as tf
+
     prefix = os.path.join(folder, "model.ckpt-best" if albert else "bert_model.ckpt")
     names = sorted(tensors)
     tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),

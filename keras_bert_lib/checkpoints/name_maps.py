@@ -73,6 +73,9 @@ GOOGLE_HEADS = [
 ]
 # Optimizer state and step counters that training leaves in a checkpoint.
 GOOGLE_IGNORED = (r"/adam_[mv]$", r"^global_step$")
+# Fine-tuning heads (run_classifier.py's output_weights/bias, run_squad.py's cls/squad): not part
+# of an encoder or its pre-training heads, so they are left out, with a warning that names them.
+GOOGLE_TASK_HEADS = (r"^output_(weights|bias)$", r"^cls/squad/")
 
 # --- HuggingFace transformers (names after the model prefix `bert.`, `albert.`, …) ------------
 HF_EMBEDDINGS = [
@@ -202,6 +205,9 @@ HF_TIED_OR_BUFFERS = {
     "lm_head.decoder.bias": "lm_head.bias",
     "vocab_projector.weight": "embeddings.word_embeddings.weight",
 }
+# Fine-tuning heads of *ForSequenceClassification, *ForTokenClassification and
+# *ForQuestionAnswering checkpoints: left out with a warning, like Google's above.
+HF_TASK_HEADS = (r"^classifier\.", r"^pre_classifier\.", r"^qa_outputs\.")
 HF_ARCHITECTURE = {  # (encoder only, with heads and a sentence task, with an MLM head only)
     "bert": ("BertModel", "BertForPreTraining", "BertForMaskedLM"),
     "albert": ("AlbertModel", "AlbertForPreTraining", "AlbertForMaskedLM"),
@@ -210,14 +216,14 @@ HF_ARCHITECTURE = {  # (encoder only, with heads and a sentence task, with an ML
 }
 
 
-def expand(top, block, config, block_name, task=None):
+def expand(top, block, config, task=None):
     """All rows for one model: `top` once, `block` once per distinct block (shared ALBERT
     blocks appear once), with the placeholders filled in."""
     rows = list(top)
     per_group = config.inner_group_num
     for g in range(config.num_groups):
         for j in range(per_group):
-            names = {"block": block_name(config, g, j), "i": g * per_group + j, "g": g, "j": j}
+            names = {"block": config.block_name(g, j), "i": g * per_group + j, "g": g, "j": j}
             rows += [(ours.format(**names), theirs.format(**names), layout)
                      for ours, theirs, layout in block]
     return [(ours.replace("{task}", task or ""), theirs, layout) for ours, theirs, layout in rows]

@@ -3,6 +3,8 @@
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_lib.text.tf_text import import_tensorflow_text
+
 
 def mask_tokens(features, vocab_size, mask_id, special_ids, max_predictions=20, rate=0.15,
                 mask_token_rate=0.8, random_token_rate=0.1, word_starts=None, max_ngram=1):
@@ -41,7 +43,7 @@ def mask_tokens(features, vocab_size, mask_id, special_ids, max_predictions=20, 
     Reference:
         Devlin et al., 2019, §3.1 and Appendix A.1; Lan et al., 2020, §4.1 (n-gram masking)
     """
-    import tensorflow_text as tft
+    tft = import_tensorflow_text("mask_tokens")
 
     ids = tf.cast(features["token_ids"], tf.int32)
     mask = tf.cast(features["padding_mask"], tf.bool)

@@ -70,7 +70,7 @@ class PositionEmbedding(keras.layers.Layer):
             )
         length = ops.shape(x)[1]
         if self.embedding_type == "learned":
-            table = ops.slice(self.embeddings, (self.position_offset, 0),
+            table = ops.slice(ops.convert_to_tensor(self.embeddings), (self.position_offset, 0),
                               (length, self.embedding_size))  # (T, E)
         else:
             table = self._sinusoids(length)

@@ -12,15 +12,6 @@ from keras_bert_lib.layers import (
 )
 
 
-def block_name(config: EncoderConfig, group: int, inner: int) -> str:
-    """Our name of ALBERT group `group`'s block `inner` (BERT: `layer_{group}`)."""
-    if config.num_groups == config.num_hidden_layers and config.inner_group_num == 1:
-        return f"layer_{group}"  # BERT: one block per layer
-    if config.inner_group_num == 1:
-        return f"group_{group}"  # ALBERT: a group shared by L / num_hidden_groups layers
-    return f"group_{group}_inner_{inner}"
-
-
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
 class BertEncoder(keras.Model):
     """The BERT-family encoder: embeddings, L Transformer blocks, and the [CLS] pooler.
@@ -103,7 +94,7 @@ class BertEncoder(keras.Model):
             [TransformerEncoderBlock(
                 num_attention_heads, intermediate_size, hidden_act, hidden_dropout_prob,
                 attention_probs_dropout_prob, layer_norm_eps, norm_first, initializer_range,
-                name=block_name(config, g, j), dtype=dtype)
+                name=config.block_name(g, j), dtype=dtype)
              for j in range(inner_group_num)]
             for g in range(config.num_groups)
         ]
@@ -157,10 +148,12 @@ class BertEncoder(keras.Model):
         self.output_hidden_states = output_hidden_states
         self.output_attentions = output_attentions
         self.token_embedding = token_embedding
-        # predict()/predict_on_batch() run as one XLA program by default, not Keras' CPU default
-        # of a plain graph: the fused program is 1.3-1.5x faster on CPU (bench/encoder_speed.py)
-        # and is what TPUs need. `compile(jit_compile=...)` overrides it.
-        self.jit_compile = True
+        # On TensorFlow, predict()/predict_on_batch() run as one XLA program by default, not
+        # Keras' CPU default of a plain graph: the fused program is 1.3-1.5x faster on CPU
+        # (bench/encoder_speed.py) and is what TPUs need. JAX always compiles with XLA; PyTorch
+        # keeps Keras' default (eager). `compile(jit_compile=...)` overrides it.
+        if keras.backend.backend() in ("tensorflow", "jax"):
+            self.jit_compile = True
 
     def get_config(self):
         return {

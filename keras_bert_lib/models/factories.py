@@ -1,15 +1,15 @@
 """One short factory per preset: `bert_base()` builds BERT-Base with random weights."""
 
-import os
-
 import keras
 
+from keras_bert_lib.checkpoints import read_checkpoint
 from keras_bert_lib.config import PRESETS, EncoderConfig
+from keras_bert_lib.models.checkpoint_loading import ENCODER_OPTIONS, build_from_checkpoint
 from keras_bert_lib.models.encoder import BertEncoder
 
 
 def build_encoder(config: EncoderConfig, *, weights=None, **options) -> keras.Model:
-    """A `BertEncoder` for `config`; `options` are `output_hidden_states`, `output_attentions`, `dtype`.
+    """A `BertEncoder` for `config`; `options` are `output_hidden_states`, `output_attentions`, `dtype`, `name`.
 
     With `weights=path` the checkpoint there (Google TF1 or HuggingFace, see `load_checkpoint`)
     must have `config`'s shape, or this fails naming each differing field; the checkpoint's
@@ -23,28 +23,16 @@ def build_encoder(config: EncoderConfig, *, weights=None, **options) -> keras.Mo
         ```
     """
     if weights is not None:
-        return _load_into(config, weights, {}, options)
+        return build_from_checkpoint(read_checkpoint(weights), overrides=options, expected=config)
     return BertEncoder(**config.to_dict(), **options)
 
 
-def _load_into(config, weights, overrides, options):
-    from keras_bert_lib.checkpoints.checkpoint_io import _load  # checkpoints import models
-
-    return _load(os.fspath(weights), False, expected=config, overrides=overrides, **options)
-
-
-def _split(overrides):
-    options = {k: overrides.pop(k) for k in ("output_hidden_states", "output_attentions", "dtype", "name")
-               if k in overrides}
-    return overrides, options
-
-
 def _factory(preset, weights, overrides):
-    fields, options = _split(dict(overrides))
+    fields = {k: v for k, v in overrides.items() if k not in ENCODER_OPTIONS}
     config = PRESETS[preset].replace(**fields)
     if weights is not None:
-        return _load_into(config, weights, fields, options)
-    return build_encoder(config, **options)
+        return build_from_checkpoint(read_checkpoint(weights), overrides=overrides, expected=config)
+    return BertEncoder(**config.to_dict(), **{k: v for k, v in overrides.items() if k in ENCODER_OPTIONS})
 
 
 def bert_tiny(*, weights=None, **overrides) -> keras.Model:
@@ -172,8 +160,8 @@ def albert_xxlarge(*, weights=None, **overrides) -> keras.Model:
 def distilbert_base(*, weights=None, **overrides) -> keras.Model:
     """DistilBERT-Base: L=6, H=768, A=12, 66.4M parameters; no segments, no pooler.
 
-    It takes `segment_ids` like every encoder (so one preprocessor serves all) and ignores them;
-    its outputs have no `pooled_output`.
+    It takes `segment_ids` like every encoder (so a BERT preprocessor's output feeds it) and
+    ignores them; its outputs have no `pooled_output`.
 
     Example:
         ```python

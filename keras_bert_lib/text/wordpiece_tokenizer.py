@@ -1,40 +1,15 @@
 """WordPieceTokenizer: BERT's text → word-piece ids, as a layer that runs in a TensorFlow graph."""
 
+import os
+
 import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_lib.text.vocabulary import read_vocabulary
+from keras_bert_lib.text.normalizer import normalize
+from keras_bert_lib.text.vocabulary import SPECIAL_TOKENS, read_vocabulary, write_vocabulary
 
 BACKENDS = ("auto", "tensorflow_text", "tokenizers")
-
-
-def normalize(text, lowercase, strip_accents):
-    """BERT's text clean-up, in graph ops, exactly as Google's and HuggingFace's tokenizers do it.
-
-    Tabs and line breaks become spaces; other control and format characters (Cc, Cf) and U+FFFD
-    are removed; then optionally lower-case (character by character, as HuggingFace does: a
-    word-final Σ becomes σ, where Google's Python `str.lower()` gives ς) and strip accents (NFD,
-    then drop combining marks Mn). tensorflow-text's own normaliser case-folds instead
-    ("ß" → "ss", "ﬁ" → "fi"), which is not what BERT's vocabularies were built with.
-
-    Example:
-        ```python
-        import tensorflow as tf
-        from keras_bert_lib.text.wordpiece_tokenizer import normalize
-        normalize(tf.constant(["Café\\tDupont"]), lowercase=True, strip_accents=True)  # [b"cafe dupont"]
-        ```
-    """
-    text = tf.strings.regex_replace(text, r"[\t\n\r]", " ")
-    text = tf.strings.regex_replace(text, r"[\p{Cc}\p{Cf}\x{FFFD}]", "")
-    if lowercase:
-        # ICU's lower() applies the word-final sigma rule; HuggingFace lowers char by char.
-        text = tf.strings.lower(tf.strings.regex_replace(text, "Σ", "σ"), encoding="utf-8")
-    if strip_accents:
-        import tensorflow_text as tft
-
-        text = tf.strings.regex_replace(tft.normalize_utf8(text, "NFD"), r"\p{Mn}", "")
-    return text
 
 
 def _has_tensorflow_text():
@@ -86,73 +61,98 @@ class WordPieceTokenizer(keras.layers.Layer):
         Devlin et al., 2019, §3; Wu et al., 2016 (WordPiece); Song et al., 2021 (Fast WordPiece)
     """
 
-    def __init__(self, vocabulary, lowercase=True, strip_accents=None, max_bytes_per_word=100,
+    def __init__(self, vocabulary=None, lowercase=True, strip_accents=None, max_bytes_per_word=100,
                  backend="auto", **kwargs):
         super().__init__(**kwargs)
         if backend not in BACKENDS:
             raise ValueError(f"backend={backend!r} is not one of {BACKENDS}.")
-        self.vocabulary = read_vocabulary(vocabulary)
         self.lowercase = lowercase
         self.strip_accents = strip_accents
         self.max_bytes_per_word = max_bytes_per_word
         self.backend = backend
-        self._index = {t: i for i, t in enumerate(self.vocabulary)}
         self._strip = lowercase if strip_accents is None else strip_accents
         self._engine = backend if backend != "auto" else (
             "tensorflow_text" if _has_tensorflow_text() else "tokenizers")
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
         self.built = True
+        self.vocabulary = None  # a .keras file's loader sets it from the assets (load_assets)
+        if vocabulary is not None:
+            self.set_vocabulary(vocabulary)
+
+    def set_vocabulary(self, vocabulary):
+        """Sets the vocabulary (a `vocab.txt` path or a list of tokens) and builds the tokenizer."""
+        self.vocabulary = read_vocabulary(vocabulary)
+        self._index = {t: i for i, t in enumerate(self.vocabulary)}
         if self._engine == "tensorflow_text":
             import tensorflow_text as tft
 
             self._fast = tft.FastBertTokenizer(
                 self.vocabulary, token_out_type=tf.int32, unknown_token="[UNK]",
-                max_bytes_per_word=max_bytes_per_word, support_detokenization=True)
+                max_bytes_per_word=self.max_bytes_per_word, support_detokenization=True)
         else:
             from tokenizers import BertWordPieceTokenizer
 
             self._rust = BertWordPieceTokenizer(
-                {t: i for i, t in enumerate(self.vocabulary)}, lowercase=lowercase,
-                strip_accents=self._strip, clean_text=True, handle_chinese_chars=True,
-                wordpieces_prefix="##")
+                dict(self._index), lowercase=self.lowercase, strip_accents=self._strip, clean_text=True,
+                handle_chinese_chars=True, wordpieces_prefix="##")
+
+    def save_assets(self, dir_path):
+        # The vocabulary is a file beside the config in a .keras archive, not a list inside it.
+        write_vocabulary(self._vocabulary(), os.path.join(dir_path, "vocab.txt"))
+
+    def load_assets(self, dir_path):
+        self.set_vocabulary(os.path.join(dir_path, "vocab.txt"))
+
+    def _vocabulary(self):
+        if self.vocabulary is None:
+            raise ValueError("This WordPieceTokenizer has no vocabulary yet: pass vocabulary= (a vocab.txt "
+                             "path or a list), call set_vocabulary, or load it from a .keras file.")
+        return self.vocabulary
 
     @property
     def pad_id(self):
-        return self._index["[PAD]"]
+        return self.token_to_id("[PAD]")
 
     @property
     def unk_id(self):
-        return self._index["[UNK]"]
+        return self.token_to_id("[UNK]")
 
     @property
     def cls_id(self):
-        return self._index["[CLS]"]
+        return self.token_to_id("[CLS]")
 
     @property
     def sep_id(self):
-        return self._index["[SEP]"]
+        return self.token_to_id("[SEP]")
 
     @property
     def mask_id(self):
-        return self._index["[MASK]"]
+        return self.token_to_id("[MASK]")
+
+    @property
+    def special_ids(self):
+        """The ids of [PAD] [UNK] [CLS] [SEP] [MASK] (0, 100, 101, 102, 103 in bert-base-uncased)."""
+        return [self.token_to_id(t) for t in SPECIAL_TOKENS]
 
     def vocabulary_size(self):
-        return len(self.vocabulary)
+        return len(self._vocabulary())
 
     def token_to_id(self, token):
         """The id of one token (str → int); an unknown token raises ValueError."""
+        self._vocabulary()
         if token not in self._index:
             raise ValueError(f"{token!r} is not in the vocabulary.")
         return self._index[token]
 
     def id_to_token(self, token_id):
         """The token of one id (int → str)."""
-        if not 0 <= int(token_id) < len(self.vocabulary):
+        if not 0 <= int(token_id) < self.vocabulary_size():
             raise ValueError(f"id {token_id} is outside the vocabulary of {len(self.vocabulary)}.")
         return self.vocabulary[int(token_id)]
 
     def call(self, inputs):
+        self._vocabulary()
         inputs = tf.convert_to_tensor(inputs, tf.string)
         if self._engine == "tokenizers":
             return self._call_tokenizers(inputs)
@@ -182,7 +182,7 @@ class WordPieceTokenizer(keras.layers.Layer):
         return keras.KerasTensor((*inputs.shape, None), dtype="int32", ragged=True)
 
     def get_config(self):
-        return {**super().get_config(), "vocabulary": list(self.vocabulary),
+        return {**super().get_config(), "vocabulary": None,  # an asset: see save_assets
                 "lowercase": self.lowercase, "strip_accents": self.strip_accents,
                 "max_bytes_per_word": self.max_bytes_per_word, "backend": self.backend}
 

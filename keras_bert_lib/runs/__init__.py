@@ -1,0 +1,9 @@
+"""The applications over the shared training loop: each a frozen config and a run function."""
+
+from keras_bert_lib.backend_check import require_tensorflow_backend
+
+require_tensorflow_backend("runs")
+
+from keras_bert_lib.runs.pretrain import PretrainConfig, run_pretraining  # noqa: E402
+
+__all__ = ["PretrainConfig", "run_pretraining"]

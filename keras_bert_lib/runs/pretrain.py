@@ -1,0 +1,197 @@
+"""The pre-training run: corpus → vocabulary → instances → dynamic masking → train → report → export.
+
+`recipes/pretrain.py` and `keras-bert pretrain` are thin over `run_pretraining`. The defaults are
+the quick-start: the standard-library corpus, a learned vocabulary and a BERT-Tiny for a few
+minutes on a 2-core CPU.
+"""
+
+import dataclasses
+import json
+import logging
+import os
+
+from keras_bert_lib.atomic_write import atomic_write_text
+from keras_bert_lib.config import PRESETS
+from keras_bert_lib.data import build_pretraining_datasets
+from keras_bert_lib.models import BertPretrainer, build_encoder, save_checkpoint
+from keras_bert_lib.text import WordPieceTokenizer, build_stdlib_corpus, learn_vocabulary, write_vocabulary
+from keras_bert_lib.training.loop import LoopConfig, option, prepare_output_dir, train
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainConfig(LoopConfig):
+    """Everything a pre-training run reads; printed at start and saved as `config.json`.
+
+    The defaults are the quick-start, sized for ten minutes on a 2-core CPU: BERT-Tiny without
+    dropout, the standard-library corpus's vocabulary (an 8,000 cap; its learner stops at ~6,600
+    pieces), 64-token pairs in batches of 64 (more text per pair for next-sentence prediction than
+    32 tokens, at the same tokens per step), 20 dupes (fresh pairs, so NSP does not memorise),
+    2,200 steps at 2e-3 (docs/pretraining.md has the sweep behind these numbers). A real run sets
+    `corpus`, `preset`, `dropout` 0.1, `max_seq_length` 128/512, `max_predictions` 20/80,
+    `batch_size` 256, `steps` 1,000,000 and `learning_rate` 1e-4 (BERT's).
+
+    Example:
+        ```python
+        from keras_bert_lib.runs import PretrainConfig
+        config = PretrainConfig(steps=200, steps_per_epoch=100, batch_size=16)
+        ```
+    """
+
+    output_dir: str = option("runs/quickstart", "folder for the config, vocabulary, checkpoints, logs, "
+                                                "curves, report and the exported encoder")
+    steps: int = option(2200, "optimizer steps in all (the paper: 1,000,000)")
+    steps_per_epoch: int = option(440, "steps between backups (for resuming), held-out evaluations and "
+                                       "points on the curves; must divide steps")
+    learning_rate: float = option(2e-3, "peak learning rate (the paper: 1e-4 at batch 256)")
+    corpus: list = option([], "corpus files: one sentence a line, a blank line between documents "
+                              "(Google's format), or .jsonl with a 'text' field; none: Python's "
+                              "standard-library docstrings")
+    vocab: str | None = option(None, "a vocab.txt to use; 'none': learn one on the corpus")
+    vocab_size: int = option(8000, "largest vocabulary to learn")
+    lowercase: bool = option(True, "uncased: lower-case and strip accents")
+    preset: str = option("bert_tiny", "encoder shape", choices=tuple(PRESETS))
+    dropout: float | None = option(0.0, "hidden and attention dropout; 'none': the preset's (BERT: 0.1)")
+    sentence_task: str = option("nsp", "next-sentence (BERT) or sentence-order (ALBERT) prediction",
+                                choices=("nsp", "sop"))
+    max_seq_length: int = option(64, "tokens per instance, [CLS] and [SEP]s included")
+    max_predictions: int = option(10, "masked positions per instance (P)")
+    masked_lm_prob: float = option(0.15, "share of tokens chosen for masked LM")
+    short_seq_prob: float = option(0.1, "share of instances cut shorter than max_seq_length")
+    dupe_factor: int = option(20, "times each document is cut into instances, each time anew")
+    whole_word_masking: bool = option(False, "mask every piece of a chosen word")
+    max_ngram: int = option(1, "mask n-grams up to this n, P(n) ~ 1/n (ALBERT: 3)")
+    masking: str = option("dynamic", "'dynamic': a new mask each time an instance is read; 'static': "
+                                     "masked once per dupe and written as TFRecords", choices=("dynamic", "static"))
+    num_shards: int = option(4, "static masking's TFRecord shards")
+    compression: str | None = option(None, "static masking's TFRecord compression",
+                                     choices=(None, "GZIP", "ZLIB"))
+    batch_size: int = option(64, "instances per step (the paper: 256)")
+    eval_fraction: float = option(0.05, "share of documents held out for evaluation")
+    init_checkpoint: str | None = option(None, "a pretrainer's .weights.h5 to start from (a later phase)")
+    # The paper's schedule (Devlin et al., 2019, Appendix A.2):
+    #   [{"max_seq_length": 128, "max_predictions": 20, "steps": 900000},
+    #    {"max_seq_length": 512, "max_predictions": 80, "steps": 100000}]
+    phases: list = option([], "phases run one after another, each a dict of overrides starting "
+                              "from the weights the one before ended with, in output_dir/phase1, ...")
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.max_ngram < 1 or self.dupe_factor < 1:
+            raise ValueError("max_ngram and dupe_factor must be at least 1.")
+        bad = [p for p in self.phases if not isinstance(p, dict) or set(p) - {f.name for f in dataclasses.fields(self)}]
+        if bad:
+            raise ValueError(f"phases must be dicts of PretrainConfig fields; these are not: {bad}.")
+
+
+def run_pretraining(config: PretrainConfig):
+    """Pre-trains a BertPretrainer as `config` says; returns the held-out report (a dict).
+
+    Resumable: killed and started again with the same config, it continues from its last
+    epoch's backup. A finished run is not trained again (its report is returned) unless
+    `overwrite=True`; an output_dir that holds a run with other settings is refused. At the end it
+    writes `report.json`, `curves.png`, TensorBoard logs, the pretrainer as `pretrainer.keras`
+    and the encoder in HuggingFace format, with its `vocab.txt`, under `export/`.
+
+    Raises:
+        ValueError: a corpus or vocabulary file that does not exist (before anything is
+            written), or an output_dir that holds a run with other settings.
+    Example:
+        ```python
+        from keras_bert_lib.runs import PretrainConfig, run_pretraining
+        # run_pretraining(PretrainConfig(steps=100, steps_per_epoch=50))   # minutes; the README's main job
+        ```
+    """
+    missing = [p for p in [*config.corpus, *([config.vocab] if config.vocab else [])] if not os.path.isfile(p)]
+    if missing:
+        raise ValueError(f"No such file: {', '.join(missing)}. Nothing was written.")
+    finished = prepare_output_dir(config)
+    if finished is not None:
+        return finished
+    if config.phases:
+        return _run_phases(config)
+    import keras
+
+    keras.utils.set_random_seed(config.seed)
+    files = config.corpus or [build_stdlib_corpus()]
+    tokenizer = WordPieceTokenizer(config.vocab or _learned_vocabulary(config, files), lowercase=config.lowercase)
+    data = build_pretraining_datasets(
+        files, tokenizer, max_seq_length=config.max_seq_length, max_predictions=config.max_predictions,
+        masked_lm_prob=config.masked_lm_prob, short_seq_prob=config.short_seq_prob,
+        dupe_factor=config.dupe_factor, sentence_task=config.sentence_task,
+        whole_word_masking=config.whole_word_masking, max_ngram=config.max_ngram,
+        batch_size=config.batch_size, eval_fraction=config.eval_fraction, seed=config.seed,
+        static_records=(os.path.join(config.output_dir, "pretraining_data") if config.masking == "static" else None),
+        num_shards=config.num_shards, compression=config.compression)
+
+    def build():
+        pretrainer = BertPretrainer(build_encoder(encoder_config(config, tokenizer.vocabulary_size()), dtype=config.dtype),
+                                    sentence_task=config.sentence_task)
+        if config.init_checkpoint:
+            try:
+                pretrainer.load_weights(config.init_checkpoint)
+            except (ValueError, FileNotFoundError) as e:
+                raise ValueError(
+                    f"init_checkpoint {config.init_checkpoint} does not fit this pretrainer (preset "
+                    f"{config.preset}, {tokenizer.vocabulary_size()} tokens, {config.sentence_task}): use "
+                    f"the preset, vocabulary and sentence task of the run that wrote it. Keras said: {e}") from None
+        return pretrainer
+
+    pretrainer, held_out = train(config, build, data.train, data.held_out, baselines={
+        "most-frequent-token": data.baselines["mlm_most_frequent_token"],
+        "always IsNext": data.baselines["nsp_always_is_next"]})
+    report = {"held_out": held_out, "baselines": data.baselines, **data.stats,
+              "steps": int(pretrainer.optimizer.iterations.numpy())}
+    for name in ("pretrainer.keras", "pretrainer.weights.h5"):  # whole, or rename, never half written
+        partial = os.path.join(config.output_dir, "partial-" + name)
+        pretrainer.save(partial) if name.endswith(".keras") else pretrainer.save_weights(partial)
+        os.replace(partial, os.path.join(config.output_dir, name))
+    if config.dtype == "float32":
+        export = os.path.join(config.output_dir, "export")
+        save_checkpoint(pretrainer, export, format="hf")
+        write_vocabulary(tokenizer.vocabulary, os.path.join(export, "vocab.txt"))
+        atomic_write_text(os.path.join(export, "tokenizer_config.json"),
+                          json.dumps({"do_lower_case": config.lowercase, "tokenizer_class": "BertTokenizer"}))
+    atomic_write_text(os.path.join(config.output_dir, "report.json"), json.dumps(report, indent=2))
+    return report
+
+
+def _learned_vocabulary(config, files):
+    path = os.path.join(config.output_dir, "vocab.txt")
+    if not os.path.isfile(path):  # a resumed run keeps the vocabulary its weights were trained with
+        logger.info("Learning a vocabulary of at most %d tokens on %s", config.vocab_size, files)
+        learn_vocabulary(files, config.vocab_size, config.lowercase, output=path)
+    return path
+
+
+def _run_phases(config):
+    """Each phase in its own folder, on the first phase's vocabulary, from the last one's weights.
+    A phase that finished (its report.json exists) is not run again when the command is."""
+    reports, init, vocab = [], config.init_checkpoint, config.vocab
+    for i, overrides in enumerate(config.phases, 1):
+        phase = dataclasses.replace(config, **{"init_checkpoint": init, "vocab": vocab, **overrides,
+                                               "phases": [], "overwrite": False,
+                                               "output_dir": os.path.join(config.output_dir, f"phase{i}")})
+        reports.append(run_pretraining(phase))
+        init = os.path.join(phase.output_dir, "pretrainer.weights.h5")
+        vocab = vocab or os.path.join(phase.output_dir, "vocab.txt")
+    report = {**reports[-1], "phases": reports}
+    atomic_write_text(os.path.join(config.output_dir, "report.json"), json.dumps(report, indent=2))
+    return report
+
+
+def encoder_config(config, vocab_size):
+    """The preset's EncoderConfig with the run's vocabulary size and dropout.
+
+    Example:
+        ```python
+        from keras_bert_lib.runs import PretrainConfig
+        from keras_bert_lib.runs.pretrain import encoder_config
+        encoder_config(PretrainConfig(), vocab_size=6644).vocab_size   # 6644
+        ```
+    """
+    changes = {"vocab_size": vocab_size}
+    if config.dropout is not None:
+        changes.update(hidden_dropout_prob=config.dropout, attention_probs_dropout_prob=config.dropout)
+    return PRESETS[config.preset].replace(**changes)

@@ -1,0 +1,194 @@
+"""The training loop every run shares: its settings, its output folder, and `train`.
+
+A run (pre-training, fine-tuning, distillation) builds its data and its model; `train` does the
+rest the same way for all: strategy, optimizer and schedule, XLA, the callbacks that stop on a
+NaN, back up for resuming, keep checkpoints and log (TensorBoard, CSV), a progress bar, and the
+curves.
+"""
+
+import dataclasses
+import json
+import logging
+import os
+import shutil
+
+import keras
+import tensorflow as tf
+
+from keras_bert_lib.atomic_write import atomic_write_text
+from keras_bert_lib.training.callbacks import PeriodicCheckpoints, StopOnNonFiniteLoss
+from keras_bert_lib.training.curves import plot_curves, read_history
+from keras_bert_lib.training.multi_worker import mend_multi_worker_fit
+from keras_bert_lib.training.optimizers import OPTIMIZERS, create_optimizer
+from keras_bert_lib.training.strategy import STRATEGIES, create_strategy
+
+logger = logging.getLogger(__name__)
+DTYPES = ("float32", "mixed_float16", "mixed_bfloat16")
+
+
+def option(default, help, **kwargs):
+    """A config field with its help text (shown by the command line's --help).
+
+    Example:
+        ```python
+        import dataclasses
+        from keras_bert_lib.training.loop import option
+
+        @dataclasses.dataclass(frozen=True)
+        class MyConfig:
+            steps: int = option(100, "training steps")
+        ```
+    """
+    if isinstance(default, list):
+        return dataclasses.field(default_factory=lambda: list(default), metadata={"help": help, **kwargs})
+    return dataclasses.field(default=default, metadata={"help": help, **kwargs})
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopConfig:
+    """The settings every run shares: where it writes, how long and how it trains.
+
+    Example:
+        ```python
+        from keras_bert_lib.training.loop import LoopConfig
+        config = LoopConfig(output_dir="runs/try", steps=100, steps_per_epoch=50)
+        ```
+    """
+
+    output_dir: str = option("runs/run", "folder for the config, checkpoints, logs, curves and report")
+    overwrite: bool = option(False, "start again in an output_dir that holds a finished run or one "
+                                    "with other settings (its files are deleted)")
+    steps: int = option(1000, "optimizer steps in all")
+    steps_per_epoch: int = option(100, "steps between backups (for resuming), held-out evaluations "
+                                       "and points on the curves; must divide steps")
+    checkpoint_every: int = option(500, "steps between kept checkpoints (output_dir/checkpoints)")
+    keep_checkpoints: int = option(3, "how many of the newest checkpoints to keep")
+    learning_rate: float = option(1e-4, "peak learning rate")
+    warmup_steps: int = option(100, "steps of linear warm-up, then linear decay to 0")
+    weight_decay: float = option(0.01, "decoupled weight decay (never on LayerNorm or biases)")
+    optimizer: str = option("adamw", "optimizer", choices=OPTIMIZERS)
+    clipnorm: float | None = option(1.0, "clip gradients to this global norm ('none': no clipping)")
+    gradient_accumulation_steps: int | None = option(None, "apply the mean gradient of this many "
+                                                           "batches ('none': every batch)")
+    dtype: str = option("float32", "Keras dtype policy", choices=DTYPES)
+    strategy: str = option("auto", "tf.distribute strategy", choices=STRATEGIES)
+    jit_compile: bool = option(True, "compile training steps with XLA")
+    seed: int = option(0, "seed of the data split, instances, masks and initial weights")
+
+    def __post_init__(self):
+        for field in dataclasses.fields(self):
+            allowed = field.metadata.get("choices")
+            if allowed is not None and getattr(self, field.name) not in allowed:
+                raise ValueError(f"{field.name}={getattr(self, field.name)!r} is not one of {tuple(allowed)}.")
+        for name in ("steps", "steps_per_epoch", "checkpoint_every", "keep_checkpoints"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)} must be at least 1.")
+        if self.steps % self.steps_per_epoch:
+            raise ValueError(f"steps={self.steps} is not a multiple of steps_per_epoch={self.steps_per_epoch}; "
+                             "change one so that the run ends where the learning-rate schedule does.")
+
+    def to_json(self):
+        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+
+
+# Files a run leaves besides config.json: if any is there, the folder holds a run.
+_RUN_FILES = ("report.json", "backup", "history.csv", "checkpoints", "vocab.txt", "pretraining_data")
+
+
+def prepare_output_dir(config):
+    """Makes `config.output_dir` ready; returns the finished run's report, or None to train.
+
+    - a folder that holds a finished run with the same settings: its report, nothing changed;
+    - one that holds a run with other settings: a ValueError naming them;
+    - `overwrite=True`: whatever was there is deleted first.
+    Then `config.json` is written (atomically).
+
+    Example:
+        ```python
+        import tempfile
+        from keras_bert_lib.training.loop import LoopConfig, prepare_output_dir
+        assert prepare_output_dir(LoopConfig(output_dir=tempfile.mkdtemp())) is None
+        ```
+    """
+    folder = config.output_dir
+    saved = os.path.join(folder, "config.json")
+    holds_run = any(os.path.exists(os.path.join(folder, name)) for name in _RUN_FILES)
+    if config.overwrite and os.path.isdir(folder):
+        shutil.rmtree(folder)
+    elif holds_run and os.path.isfile(saved):
+        with open(saved, encoding="utf-8") as f:
+            before = json.load(f)
+        now = json.loads(config.to_json())
+        changed = {k: (before.get(k), v) for k, v in now.items() if k != "overwrite" and before.get(k) != v}
+        if changed:
+            raise ValueError(f"{folder} holds a run with other settings {changed} (was, now): use another "
+                             "output_dir, or overwrite=True (--overwrite) to delete it and start again.")
+        report = os.path.join(folder, "report.json")
+        if os.path.isfile(report):
+            logger.warning("%s holds this run, finished: nothing to do (overwrite=True, --overwrite, "
+                           "trains it again).", folder)
+            with open(report, encoding="utf-8") as f:
+                return json.load(f)
+    os.makedirs(folder, exist_ok=True)
+    atomic_write_text(saved, config.to_json())
+    return None
+
+
+def train(config, build_model, train_data, held_out, baselines=None):
+    """Trains `build_model()` (called under the strategy's scope) as `config` says, resumably.
+
+    The model is compiled with `create_optimizer`'s AdamW/LAMB and schedule; killed and started
+    again with the same config, training continues from the last epoch's backup
+    (`output_dir/backup`); a NaN or Inf loss stops it with a FloatingPointError and the earlier
+    backup kept. Writes `history.csv`, TensorBoard `logs/`, `checkpoints/` and `curves.png`
+    (with `baselines`, {label: accuracy}, as grey lines).
+
+    Returns:
+        (model, held-out results {metric: value} of the final weights).
+    Example:
+        ```python
+        from keras_bert_lib.training.loop import train
+        # model, results = train(config, lambda: my_model, train_ds, held_out_ds)
+        ```
+    """
+    strategy = create_strategy(config.strategy)
+    with strategy.scope():
+        model = build_model()
+        optimizer = create_optimizer(config.optimizer, config.learning_rate, config.warmup_steps,
+                                     config.steps, config.weight_decay, config.clipnorm,
+                                     config.gradient_accumulation_steps,
+                                     loss_scale=config.dtype == "mixed_float16")
+        model.compile(optimizer=optimizer, jit_compile=_jit_compile(config, strategy))
+    mend_multi_worker_fit(model)
+    out = config.output_dir
+    backup, history_csv = os.path.join(out, "backup"), os.path.join(out, "history.csv")
+    if not os.path.isdir(backup) and os.path.isfile(history_csv):
+        os.remove(history_csv)  # a new run, not a resumed one: its curves start again
+    callbacks = [
+        StopOnNonFiniteLoss(),  # first: a bad step must never reach a checkpoint
+        keras.callbacks.BackupAndRestore(backup),
+        PeriodicCheckpoints(os.path.join(out, "checkpoints"), config.checkpoint_every, config.keep_checkpoints),
+        keras.callbacks.TensorBoard(os.path.join(out, "logs"), update_freq=config.steps_per_epoch),
+        keras.callbacks.CSVLogger(history_csv, append=True),
+    ]
+    fitted = model.fit(train_data, epochs=config.steps // config.steps_per_epoch,
+                       steps_per_epoch=config.steps_per_epoch, validation_data=held_out,
+                       callbacks=callbacks, verbose=1)
+    # The last epoch's validation ran on the final weights: that is the held-out result. Evaluated
+    # anew only when this call trained no epoch (killed after its last epoch, before the end).
+    results = ({k.removeprefix("val_"): float(v[-1]) for k, v in fitted.history.items() if k.startswith("val_")}
+               or {k: float(v) for k, v in model.evaluate(held_out, return_dict=True, verbose=0).items()})
+    try:
+        plot_curves(read_history(history_csv), os.path.join(out, "curves.png"), baselines, config.steps_per_epoch)
+    except ImportError as e:
+        logger.warning("No curves.png: %s", e)
+    return model, results
+
+
+def _jit_compile(config, strategy):
+    """XLA unless several replicas share the CPU: XLA cannot place one program over logical CPUs."""
+    if config.jit_compile and strategy.num_replicas_in_sync > 1 and not tf.config.list_logical_devices("GPU"):
+        logger.warning("XLA is off: %d replicas on CPUs (XLA reads variables across logical CPU "
+                       "devices and fails; on GPUs and TPUs it stays on).", strategy.num_replicas_in_sync)
+        return False
+    return config.jit_compile

@@ -1,0 +1,69 @@
+"""Two Keras 3 mends that let `fit` and `evaluate` run under MultiWorkerMirroredStrategy."""
+
+import types
+
+import tensorflow as tf
+
+
+def _multi_worker(strategy):
+    # The same test Keras's trainer makes before it takes its multi-worker reduction path.
+    return (isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+            and strategy.extended._in_multi_worker_mode())
+
+
+def _first_local_batch(model, iterator=None, data_batch=None):
+    """Builds from the first local replica's batch instead of reducing a nest of per-replica
+    dicts (keras-team/keras#20329)."""
+    cls = type(model)
+    strategy = model._distribute_strategy
+    if strategy is None or iterator is None:
+        return cls._maybe_symbolic_build(model, iterator=iterator, data_batch=data_batch)
+    for _, _, batches in iterator:
+        data_batch = tf.nest.map_structure(
+            lambda v: strategy.experimental_local_results(v)[0]
+            if isinstance(v, tf.distribute.DistributedValues) else v, next(batches))
+        break
+    with strategy.scope():
+        model._symbolic_build(data_batch=data_batch)
+
+
+def _reducible(model, logs):
+    """Scalar logs as shape (1,), so Keras's `reduce("MEAN", axis=0)` averages the workers'
+    values instead of failing on a scalar (tensorflow#72388)."""
+    if not _multi_worker(model.distribute_strategy):
+        return logs
+    return {k: tf.reshape(v, [1]) if tf.is_tensor(v) and v.shape.rank == 0 else v for k, v in logs.items()}
+
+
+def mend_multi_worker_fit(model):
+    """Lets `model.fit` / `model.evaluate` run with dict inputs on several workers; returns `model`.
+
+    Keras 3.15's TensorFlow trainer fails twice under MultiWorkerMirroredStrategy with more than
+    one worker, for any model:
+
+    - before the first step it reduces the whole first batch, a nest of per-replica dicts, with
+      one `strategy.reduce("MEAN", ...)` just to learn shapes, and the strategy cannot reduce a
+      nest ("Attempt to convert a value ({'token_ids': PerReplica…}) … to a Tensor",
+      keras-team/keras#20329). The build needs only shapes and dtypes, so it is done from the
+      first local replica's tensors;
+    - after each step it reduces every scalar log with `strategy.reduce("MEAN", v, axis=0)`,
+      which fails on a scalar ("Invalid reduction dimension 0 for input with 0 dimensions",
+      tensorflow#72388). The step's logs are returned with shape (1,), so that reduction averages
+      the replicas' values to the scalar Keras expects.
+
+    The losses, gradients and updates are Keras's own; only shapes around them change. The mends
+    are set on this one model object (its class, and so its `.keras` files, stay as they were);
+    on one device or a MirroredStrategy they change nothing. The training loop applies them.
+
+    Example:
+        ```python
+        from keras_bert_lib import BertPretrainer, bert_tiny
+        from keras_bert_lib.training import mend_multi_worker_fit
+        pretrainer = mend_multi_worker_fit(BertPretrainer(bert_tiny(num_hidden_layers=1)))
+        ```
+    """
+    cls = type(model)
+    model._maybe_symbolic_build = types.MethodType(_first_local_batch, model)
+    model.train_step = types.MethodType(lambda self, data: _reducible(self, cls.train_step(self, data)), model)
+    model.test_step = types.MethodType(lambda self, data: _reducible(self, cls.test_step(self, data)), model)
+    return model

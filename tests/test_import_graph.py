@@ -1,0 +1,109 @@
+"""The package's imports run one way: no cycle, no upward import, no import of the root, and the
+layers, heads and models never import TensorFlow. Read from the source with `ast`, every import
+counted, at module level or inside a function."""
+
+import ast
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1] / "keras_bert_lib"
+
+# Lowest first. A module may import modules of its own rank or below, never above. The order is
+# the one docs/index.md draws.
+RANKS = {
+    "atomic_write": 0, "backend_check": 0, "config": 0, "layers": 0,
+    "heads": 1,
+    "checkpoints": 2,
+    "models": 3,
+    "text": 4,
+    "data": 5,
+    "training": 6,
+    "runs": 7,
+    "cli": 8,
+}
+KERAS_ONLY = ("layers", "heads", "models")
+
+
+def _module_name(path):
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path):
+    """(imported module, line) for every import of keras_bert_lib.* and of tensorflow in a file."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.module, node.lineno))
+            # `from keras_bert_lib.text import normalizer` imports a module too.
+            found += [(f"{node.module}.{a.name}", node.lineno) for a in node.names
+                      if ROOT.parent.joinpath(*f"{node.module}.{a.name}".split(".")).with_suffix(".py").exists()]
+    return found
+
+
+MODULES = {_module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+GRAPH = {name: [(m, line) for m, line in _imports(path) if m.startswith("keras_bert_lib")]
+         for name, path in MODULES.items()}
+
+
+def _package(module):
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None  # None: the root itself
+
+
+def test_every_package_has_a_rank():
+    assert {_package(m) for m in MODULES} - {None} <= set(RANKS), "a new package needs a place in RANKS"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m != "keras_bert_lib"))
+def test_no_upward_import_and_never_the_root(module):
+    own = RANKS[_package(module)]
+    for imported, line in GRAPH[module]:
+        if imported == "keras_bert_lib":
+            raise AssertionError(f"{module}:{line} imports the package root; import the module that defines the name")
+        target = _package(imported)
+        assert RANKS[target] <= own, (f"{module}:{line} imports {imported}: {target} (rank {RANKS[target]}) "
+                                      f"sits above {_package(module)} (rank {own})")
+
+
+def test_no_import_cycle():
+    edges = {m: {i for i, _ in GRAPH[m] if i in MODULES and i != m} for m in MODULES}
+    # A package's __init__ re-exports its modules: an edge from a module to its own package's
+    # __init__ (or back) is not a cycle between modules, so only edges into a *module* count.
+    edges = {m: {i for i in targets if not (MODULES[i].name == "__init__.py" and m.startswith(i + "."))}
+             for m, targets in edges.items()}
+    state, path = {}, []
+
+    def visit(node):
+        state[node] = "open"
+        path.append(node)
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == "open":
+                cycle = path[path.index(nxt):] + [nxt]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt)
+        path.pop()
+        state[node] = "done"
+
+    for module in sorted(MODULES):
+        if module not in state:
+            visit(module)
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _package(m) in KERAS_ONLY))
+def test_layers_heads_and_models_never_import_tensorflow(module):
+    """They use keras and keras.ops only, so that they run on the JAX and PyTorch backends."""
+    tf = [f"{module}:{line} imports {m}" for m, line in _imports(MODULES[module])
+          if m.split(".")[0] in ("tensorflow", "tensorflow_text")]
+    assert not tf, "; ".join(tf)
+
+
+def test_the_checker_sees_a_planted_upward_import(tmp_path, monkeypatch):
+    """The walk is not vacuous: an import of training from layers is found."""
+    planted = tmp_path / "planted.py"
+    planted.write_text("def f():\n    from keras_bert_lib.training import create_optimizer\n")
+    assert ("keras_bert_lib.training", 2) in _imports(planted)

@@ -139,6 +139,23 @@ class EncoderConfig:
         return f"group_{group}_inner_{inner}"
 
     @property
+    def num_parameters(self) -> int:
+        """The encoder's parameter count, from its shape alone (no weights are made).
+
+        Embeddings V·E + P·E + T·E + 2E (+ ALBERT's E·H + H projection), each distinct block
+        4(H² + H) + 2H + (H·I + I) + (I·H + H) + 2H, a final LayerNorm 2H when pre-LN, and the
+        pooler H² + H: the formulas of shared/reference.md, which `count_params()` of the built
+        encoder equals (tested on every structural variant).
+        """
+        e, h, i = self.embedding_size or self.hidden_size, self.hidden_size, self.intermediate_size
+        embeddings = (self.vocab_size + self.max_position_embeddings + self.type_vocab_size) * e + 2 * e
+        projection = e * h + h if e != h else 0
+        block = 4 * (h * h + h) + 2 * h + (h * i + i) + (i * h + h) + 2 * h
+        blocks = self.num_groups * self.inner_group_num * block
+        return (embeddings + projection + blocks + (2 * h if self.norm_first else 0)
+                + (h * h + h if self.with_pooler else 0))
+
+    @property
     def max_sequence_length(self) -> int:
         """Longest input the position table takes (512 for BERT and RoBERTa)."""
         return self.max_position_embeddings - self.position_offset

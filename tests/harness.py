@@ -146,6 +146,8 @@ def check_config_round_trip(spec):
         default = params[name].default if name in params else inspect.Parameter.empty
         if default is not inspect.Parameter.empty and not isinstance(value, keras.layers.Layer):
             assert value != default, f"spec passes the default {name}={value!r}; test a non-default"
+        if name in params and not isinstance(value, keras.layers.Layer):
+            assert config[name] == value, f"get_config()[{name!r}] is {config[name]!r}, but {value!r} was given"
 
 
 def check_build(spec):

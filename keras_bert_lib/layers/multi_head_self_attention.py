@@ -21,8 +21,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
     Q, K and V are (H → H) dense projections split into A heads of d_k = H/A; each head's scores
     are masked by an additive bias built from `padding_mask` (keys only: a padded key gets
-    probability 0, so padding never changes a real position). Scores and softmax are computed in
-    float32 whatever the compute dtype, then cast back. The kernels are (H, H), the layout of
+    probability 0, so padding never changes a real position). QKᵀ is computed in the compute dtype
+    (the matmul units' dtype); the scores are then cast to float32 for the bias and the softmax,
+    and the probabilities cast back. The kernels are (H, H), the layout of
     Google's checkpoints (`attention/self/query/kernel`).
 
         scores[b,n,t,s] = Σ_h q[b,t,n,h]·k[b,s,n,h] / √d_k + bias[b,s]

@@ -11,7 +11,7 @@ class TokenEmbedding(keras.layers.Layer):
     In BERT E = H. ALBERT factorises the embedding: the table is V × E with a small E (128) and
     the encoder projects the summed, normalised embeddings from E to H afterwards (as ALBERT's
     `embedding_hidden_mapping_in` does). The masked-LM head ties its output to this table
-    through `logits`, which computes in float32.
+    through `logits`: the matmul runs in the input's dtype and the logits are returned as float32.
 
     Args:
         vocab_size: int. Rows of the table (V).
@@ -47,7 +47,7 @@ class TokenEmbedding(keras.layers.Layer):
         return ops.take(self.embeddings, ops.cast(token_ids, "int32"), axis=0)  # (B, T, E)
 
     def logits(self, x):
-        """x (..., E) → float32 logits (..., V) = x · tableᵀ."""
+        """x (..., E) → logits (..., V) = x · tableᵀ, computed in x's dtype, returned as float32."""
         table = ops.cast(self.embeddings, x.dtype)
         return ops.cast(ops.matmul(x, ops.transpose(table)), "float32")
 

@@ -10,10 +10,11 @@ from keras_bert_lib.layers import (
     TokenEmbedding,
     TransformerEncoderBlock,
 )
+from keras_bert_lib.models.input_checks import ChecksInputs
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
-class BertEncoder(keras.Model):
+class BertEncoder(ChecksInputs, keras.Model):
     """The BERT-family encoder: embeddings, L Transformer blocks, and the [CLS] pooler.
 
         E = LayerNorm(token(ids) + position(t) + segment(ids)) → Dropout  [→ E×H projection]
@@ -26,7 +27,9 @@ class BertEncoder(keras.Model):
     start at padding_idx + 1 = 2). The constructor takes exactly the fields of `EncoderConfig`.
 
     Inputs are a dict of int32 (B, T) tensors: `token_ids`, `segment_ids`, `padding_mask`
-    (1 = real token; padding is on the right). Outputs are a dict: `sequence_output` (B, T, H),
+    (1 = real token; padding is on the right); every way in (a call on values, `predict`, `fit`, …)
+    checks them first and names a bad value and the valid range (XLA would clamp a bad id
+    silently). Outputs are a dict: `sequence_output` (B, T, H),
     `pooled_output` (B, H) when the encoder has a pooler, and, when asked for,
     `hidden_states` (B, L+1, T, H: the embeddings, then each layer) and
     `attention_probs` (B, L, A, T, T).
@@ -154,6 +157,9 @@ class BertEncoder(keras.Model):
         # keeps Keras' default (eager). `compile(jit_compile=...)` overrides it.
         if keras.backend.backend() in ("tensorflow", "jax"):
             self.jit_compile = True
+
+    def _input_config(self):
+        return self.config
 
     def get_config(self):
         return {

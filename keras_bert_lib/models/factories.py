@@ -102,8 +102,9 @@ def bert_large(*, weights=None, **overrides) -> keras.Model:
 
     Example:
         ```python
-        from keras_bert_lib import bert_large
-        encoder = bert_large(num_hidden_layers=1)
+        from keras_bert_lib import PRESETS, bert_large
+        print(f"{PRESETS['bert_large'].num_parameters:,}")   # 335,141,888, from the shape alone
+        encoder = bert_large(num_hidden_layers=1, hidden_size=256, num_attention_heads=4, intermediate_size=1024)   # a narrow copy to try
         ```
     """
     return _factory("bert_large", weights, overrides)
@@ -138,8 +139,9 @@ def albert_xlarge(*, weights=None, **overrides) -> keras.Model:
 
     Example:
         ```python
-        from keras_bert_lib import albert_xlarge
-        encoder = albert_xlarge(num_hidden_layers=2)
+        from keras_bert_lib import PRESETS, albert_xlarge
+        print(f"{PRESETS['albert_xlarge'].num_parameters:,}")   # 58,724,864, from the shape alone
+        encoder = albert_xlarge(hidden_size=256, num_attention_heads=4, intermediate_size=1024)   # a narrow copy to try
         ```
     """
     return _factory("albert_xlarge", weights, overrides)
@@ -150,8 +152,9 @@ def albert_xxlarge(*, weights=None, **overrides) -> keras.Model:
 
     Example:
         ```python
-        from keras_bert_lib import albert_xxlarge
-        encoder = albert_xxlarge(num_hidden_layers=1)
+        from keras_bert_lib import PRESETS, albert_xxlarge
+        print(f"{PRESETS['albert_xxlarge'].num_parameters:,}")   # 222,595,584, from the shape alone
+        encoder = albert_xxlarge(hidden_size=256, num_attention_heads=4, intermediate_size=1024)   # a narrow copy to try
         ```
     """
     return _factory("albert_xxlarge", weights, overrides)

@@ -3,13 +3,14 @@
 import keras
 
 from keras_bert_lib.heads import MaskedLMHead, SentencePairHead
+from keras_bert_lib.models.input_checks import ChecksInputs
 from keras_bert_lib.models.pretraining_metrics import MaskedLMPerplexity
 
 SENTENCE_TASKS = ("nsp", "sop", None)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
-class BertPretrainer(keras.Model):
+class BertPretrainer(ChecksInputs, keras.Model):
     """encoder → {mlm_logits (B, P, V) at `masked_positions`, nsp_logits (B, 2) from the pooler}.
 
     The masked-LM output is tied to the encoder's token embedding table. The 2-way sentence head
@@ -68,6 +69,11 @@ class BertPretrainer(keras.Model):
         self.sentence_task = sentence_task
         self.mlm_head = mlm_head
         self.sentence_head = sentence_head
+
+    _extra_inputs = ("masked_positions",)
+
+    def _input_config(self):
+        return self.encoder.config
 
     def compile(self, optimizer="adamw", loss="auto", metrics="auto", weighted_metrics="auto", **kwargs):
         """Compiles with BERT's pre-training losses and metrics unless told otherwise.

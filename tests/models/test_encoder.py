@@ -15,17 +15,19 @@ INPUTS = {"token_ids": harness.token_ids(batch=2, length=6, vocab=50),
 MASK = harness.right_padded(lengths=[6, 4])
 
 
-def _spec(expected_weights, outputs=("pooled_output", "sequence_output"), **shape):
+def _spec(expected_weights, outputs=("pooled_output", "sequence_output"), fresh_process=False, **shape):
     expected = {"sequence_output": (2, 6, 16), "pooled_output": (2, 16)}
     return harness.LayerSpec(
         cls=BertEncoder, init_kwargs={**TINY, **shape}, inputs=INPUTS, padding_mask=MASK,
         expected_output_shape={k: expected[k] for k in outputs},
         expected_num_trainable_weights=expected_weights, stochastic=True, dict_input=True,
-        fresh_process=True)
+        fresh_process=fresh_process)
 
 
 SPECS = {
-    "bert": _spec(5 + 2 * 16 + 2),
+    # One shape loads its .keras and SavedModel in a fresh process (nothing but keras_bert_lib
+    # imported); the others are the same classes, so they load in this process.
+    "bert": _spec(5 + 2 * 16 + 2, fresh_process=True),
     "albert": _spec(5 + 2 + 2 * 16 + 2, embedding_size=8, num_hidden_groups=1, inner_group_num=2),
     "distilbert": _spec(4 + 2 * 16, outputs=("sequence_output",), type_vocab_size=0, with_pooler=False),
     "roberta_pre_ln": _spec(5 + 2 * 16 + 2 + 2, position_offset=2, type_vocab_size=1, norm_first=True),
@@ -50,6 +52,22 @@ REFERENCE_COUNTS = {
 
 @pytest.mark.parametrize("preset", REFERENCE_COUNTS)
 def test_preset_parameter_count_matches_reference(preset):
+    assert kb.PRESETS[preset].num_parameters == REFERENCE_COUNTS[preset]
+
+
+@pytest.mark.parametrize("name", sorted(SPECS) + ["albert_two_groups"])
+def test_the_count_from_the_shape_equals_the_built_encoders(name):
+    """So the presets' counts above need not build twelve full models: the formula equals
+    count_params() on every structural variant (BERT, ALBERT factorised, shared and grouped,
+    DistilBERT without segments or pooler, pre-LN RoBERTa), and two full presets are built."""
+    kwargs = SPECS[name].init_kwargs if name in SPECS else {
+        **TINY, "embedding_size": 8, "num_hidden_layers": 4, "num_hidden_groups": 2, "inner_group_num": 2}
+    encoder = BertEncoder(**kwargs)
+    assert encoder.count_params() == encoder.config.num_parameters
+
+
+@pytest.mark.parametrize("preset", ["bert_tiny", "albert_base"])
+def test_full_presets_built(preset):
     assert getattr(kb, preset)().count_params() == REFERENCE_COUNTS[preset]
 
 

@@ -1,5 +1,6 @@
-import glob
+import importlib.metadata
 import os
+import sysconfig
 
 import pytest
 
@@ -20,12 +21,19 @@ def stdlib_corpus(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def reference_lines(stdlib_corpus):
-    """At least 2,000 lines of real, varied text: stdlib docstrings and the licence texts."""
+    """At least 2,000 lines of real, varied text: stdlib docstrings, Python's licence and the
+    licence texts of the installed packages (found on every platform, unlike /usr/share)."""
     with open(stdlib_corpus, encoding="utf-8") as f:
         lines = [line for line in f.read().splitlines() if line][:2500]
-    for path in sorted(glob.glob("/usr/share/common-licenses/*")):
+    licences = [os.path.join(sysconfig.get_paths()["stdlib"], "LICENSE.txt")]
+    for dist in sorted(importlib.metadata.distributions(), key=lambda d: d.metadata["Name"] or ""):
+        licences += [str(dist.locate_file(f)) for f in (dist.files or [])
+                     if "dist-info" in str(f) and f.name.upper().startswith(("LICENSE", "COPYING"))]
+    found = []
+    for path in licences:
         if os.path.isfile(path):
             with open(path, encoding="utf-8", errors="replace") as f:
-                lines += [line for line in f.read().splitlines() if line.strip()]
+                found += [line for line in f.read().splitlines() if line.strip()]
+    lines += found[:5000]
     assert len(lines) >= 2000
     return lines

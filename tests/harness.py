@@ -277,12 +277,12 @@ def check_padding_invariance(spec):
     for name, v in spec.inputs.items():
         if v.ndim >= 2 and v.shape[1] == T:
             pad_shape = (v.shape[0], k, *v.shape[2:])
-            noise = (rng.integers(0, max(int(v.max()), 1) + 1, pad_shape) if v.dtype.kind in "iu"
+            noise = (rng.integers(0, int(v.max()) + 1, pad_shape) if v.dtype.kind in "iu"
                      else rng.normal(size=pad_shape) * 10)
             padded = np.concatenate([v, noise.astype(v.dtype)], axis=1)
             # Garbage also at the padded positions inside the original length.
             inside = ~spec.padding_mask.astype(bool)
-            fill = (rng.integers(0, max(int(v.max()), 1) + 1, v.shape) if v.dtype.kind in "iu"
+            fill = (rng.integers(0, int(v.max()) + 1, v.shape) if v.dtype.kind in "iu"
                     else rng.normal(size=v.shape) * 10).astype(v.dtype)
             padded[:, :T][inside] = fill[inside]
             garbage[name] = padded

@@ -119,7 +119,16 @@ def _tables(fmt, model_type):
 
 
 def name_rows(fmt, model_type, config, task=None):
-    """(encoder rows, head rows): (our weight path, their tensor name, layout) for one model."""
+    """(encoder rows, head rows): (our weight path, their tensor name, layout) for one model.
+
+    Example:
+        ```python
+        from keras_bert_lib import PRESETS
+        from keras_bert_lib.checkpoints import name_rows
+        encoder_rows, head_rows = name_rows("hf", "bert", PRESETS["bert_tiny"], task="nsp")
+        encoder_rows[0]   # ('token_embedding/embeddings', 'embeddings.word_embeddings.weight', 'keep')
+        ```
+    """
     top, block, heads = _tables(fmt, model_type)
     encoder_rows = maps.expand(top, block, config)
     head_rows = [(o.replace("{task}", task or ""), t, layout) for o, t, layout in heads]

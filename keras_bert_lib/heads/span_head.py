@@ -47,8 +47,10 @@ class SpanHead(keras.layers.Layer):
         return {"start_logits": logits[:, :, 0], "end_logits": logits[:, :, 1]}
 
     def compute_output_spec(self, x, padding_mask=None):
-        spec = keras.KerasTensor(x.shape[:-1], dtype="float32")
-        return {"start_logits": spec, "end_logits": spec}
+        # Two distinct tensors: one object under both keys would give a functional model the
+        # same logits (the last computed) as its start and its end.
+        return {name: keras.KerasTensor(x.shape[:-1], dtype="float32", name=name)
+                for name in ("start_logits", "end_logits")}
 
     def get_config(self):
         return {**super().get_config(), "initializer_range": self.initializer_range}

@@ -61,7 +61,10 @@ class BertPreprocessor(keras.layers.Layer):
     def compute_output_spec(self, inputs):
         first = inputs[0] if isinstance(inputs, tuple) else inputs
         spec = keras.KerasTensor((*first.shape, self.sequence_length), dtype="int32")
-        return {"token_ids": spec, "segment_ids": spec, "padding_mask": spec}
+        # Three distinct tensors: one object under three keys would make a functional model
+        # feed the same value (the last one computed) to all three of the encoder's inputs.
+        return {name: keras.KerasTensor(spec.shape, dtype="int32", name=name)
+                for name in ("token_ids", "segment_ids", "padding_mask")}
 
     def get_config(self):
         return {**super().get_config(), "tokenizer": keras.saving.serialize_keras_object(self.tokenizer),

@@ -91,3 +91,16 @@ def test_bad_head_arguments_are_refused():
         Pooling("max")
     with pytest.raises(ValueError, match="token_embedding must be a TokenEmbedding"):
         MaskedLMHead(token_embedding="table")
+
+
+def test_span_head_in_a_functional_model_keeps_start_and_end_apart():
+    """Each output of a multi-output layer is its own symbolic tensor, so a functional model
+    returns the start logits as start and the end logits as end."""
+    import keras
+    x = keras.Input((5, 8))
+    model = keras.Model(x, SpanHead(name="span")(x))
+    out = model.predict_on_batch(X[:, :5])
+    direct = model.get_layer("span")(X[:, :5])
+    np.testing.assert_allclose(out["start_logits"], np.asarray(direct["start_logits"]), atol=1e-6)
+    np.testing.assert_allclose(out["end_logits"], np.asarray(direct["end_logits"]), atol=1e-6)
+    assert np.abs(out["start_logits"] - out["end_logits"]).max() > 1e-3

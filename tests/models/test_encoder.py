@@ -189,8 +189,11 @@ def test_roberta_positions_start_at_padding_idx_plus_one():
 def test_text_longer_than_the_model_takes_is_refused_with_both_lengths():
     encoder = kb.bert_tiny(max_position_embeddings=8)
     batch = {k: np.ones((1, 9), "int32") for k in ("token_ids", "segment_ids", "padding_mask")}
-    with pytest.raises(ValueError, match="has 9 positions but this PositionEmbedding takes at most 8"):
+    with pytest.raises(ValueError, match="The inputs have 9 positions but the encoder takes at most 8"):
         encoder(batch)
+    # The layer itself says the same where the encoder's checks cannot see values (a traced graph).
+    with pytest.raises(ValueError, match="has 9 positions but this PositionEmbedding takes at most 8"):
+        encoder.get_layer("position_embedding")(np.zeros((1, 9, 128), "float32"))
 
 
 def test_documented_inference_call_is_one_xla_program_and_takes_bool_masks():

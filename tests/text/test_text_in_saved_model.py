@@ -23,6 +23,9 @@ def test_saved_model_takes_raw_strings_and_equals_keras(vocab_path, tmp_path):
     texts = {"first": tf.constant(["Is it raining in Zürich?", "Hi"]),
              "second": tf.constant(["No, it is sunny.", "Hello there, general Kenobi"])}
     expected = model(texts).numpy()
+    # The functional model feeds each packed input to its own encoder input.
+    direct = encoder(preprocess((texts["first"], texts["second"])))["pooled_output"].numpy()
+    np.testing.assert_allclose(expected, direct, atol=1e-6)
     model.export(str(tmp_path / "sm"), format="tf_saved_model", verbose=False)
     script = textwrap.dedent(f"""
         import numpy as np, tensorflow as tf, tensorflow_text  # registers the text ops

@@ -14,14 +14,24 @@ def _fresh_keras_state():
     keras.backend.clear_session()
 
 
-@pytest.fixture
-def tiny_corpus(tmp_path):
-    """A 40-document corpus in Google's format, small enough for a recipe run in seconds."""
+def _write_tiny_corpus(folder):
     words = "the model reads text and learns which word fits where in every sentence it sees".split()
-    path = tmp_path / "corpus.txt"
+    path = folder / "corpus.txt"
     with open(path, "w") as f:
         for doc in range(40):
             for s in range(6):
                 f.write(" ".join(words[(doc + s + k) % len(words)] for k in range(8 + s)) + ".\n")
             f.write("\n")
     return path
+
+
+@pytest.fixture
+def tiny_corpus(tmp_path):
+    """A 40-document corpus in Google's format, small enough for a recipe run in seconds."""
+    return _write_tiny_corpus(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def tiny_corpus_module(tmp_path_factory):
+    """The same corpus, shared by the tests of one module."""
+    return _write_tiny_corpus(tmp_path_factory.mktemp("corpus"))

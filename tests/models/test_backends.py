@@ -61,6 +61,14 @@ SCRIPT = textwrap.dedent("""
                 results[f"{name}/{key}{'/' + part if part else ''}"] = np.asarray(keras.ops.convert_to_numpy(array), "float32")
     np.savez(os.path.join(folder, backend + ".npz"), **results)
     assert backend == "tensorflow" or "tensorflow" not in sys.modules, "TensorFlow was imported"
+    if backend != "tensorflow":  # the TensorFlow-only packages say what they need
+        for package in ("text", "data", "training", "runs"):
+            try:
+                __import__("keras_bert_lib." + package)
+            except ImportError as e:
+                assert "needs Keras' TensorFlow backend" in str(e) and "KERAS_BACKEND=tensorflow" in str(e), e
+            else:
+                raise AssertionError(f"keras_bert_lib.{package} imported on {backend}")
 """)
 
 

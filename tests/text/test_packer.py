@@ -49,3 +49,20 @@ def test_too_short_a_sequence_is_refused():
         BertPacker(3, CLS, SEP)((tf.ragged.constant([[1]]), tf.ragged.constant([[2]])))
     with pytest.raises(ValueError, match="truncate='longest_first'"):
         BertPacker(8, CLS, SEP, truncate="longest_first")
+
+
+def test_a_list_is_a_batch_a_tuple_is_a_pair_and_anything_else_is_refused(vocab_path):
+    import numpy as np
+    import pytest
+    from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer
+
+    preprocess = BertPreprocessor(WordPieceTokenizer(vocab_path), sequence_length=12)
+    batch = preprocess(["hello world", "good morning", "hi"])
+    assert batch["token_ids"].shape == (3, 12) and not batch["segment_ids"].numpy().any()
+    assert preprocess(np.array(["hello world", "good morning"]))["token_ids"].shape == (2, 12)
+    pair = preprocess(("hello world", "good morning"))
+    assert pair["token_ids"].shape == (12,) and pair["segment_ids"].numpy().max() == 1
+    with pytest.raises(ValueError, match="not a 2-D array"):
+        preprocess(np.array([["hello", "world"]]))
+    with pytest.raises(ValueError, match="takes strings"):
+        preprocess([1, 2])

@@ -38,3 +38,29 @@ def test_saved_model_takes_raw_strings_and_equals_keras(vocab_path, tmp_path):
                             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     np.testing.assert_allclose(np.load(tmp_path / "out.npy"), expected, atol=1e-5)
+
+
+def test_the_vocabulary_is_stored_once_in_a_keras_file_and_in_a_saved_model(vocab_path, tmp_path):
+    """As an asset (assets/…/vocab.txt) in a .keras file, not a list in its config.json; once in
+    a SavedModel (inside the tokenizer's graph constant). A rare token is counted in every file."""
+    import zipfile
+
+    preprocess = BertPreprocessor(WordPieceTokenizer(vocab_path), sequence_length=16)
+    encoder = bert_tiny(num_hidden_layers=1)
+    text = keras.Input(shape=(), dtype="string")
+    model = keras.Model(text, encoder(preprocess(text))["pooled_output"])
+    model.save(tmp_path / "m.keras")
+    with zipfile.ZipFile(tmp_path / "m.keras") as archive:
+        names = archive.namelist()
+        counts = {n: archive.read(n).count(b"[unused99]") for n in names}
+        config = archive.read("config.json")
+    assert [n for n in names if n.endswith("vocab.txt")] == ["assets/layers/bert_preprocessor/tokenizer/vocab.txt"]
+    assert sum(counts.values()) == 1 and len(config) < 20_000
+    loaded = keras.saving.load_model(tmp_path / "m.keras", safe_mode=True)
+    texts = tf.constant(["Is it raining in Zürich?", "Hi"])
+    np.testing.assert_allclose(loaded(texts).numpy(), model(texts).numpy(), atol=1e-6)
+
+    model.export(str(tmp_path / "sm"), format="tf_saved_model", verbose=False)
+    found = sum((tmp_path / "sm" / root / f).read_bytes().count(b"[unused99]")
+                for root, _, files in os.walk(tmp_path / "sm") for f in files)
+    assert found == 1

@@ -17,7 +17,7 @@ def test_two_phases_run_in_order_from_the_first_phases_weights(tmp_path, tiny_co
     out = tmp_path / "run"
     phases = [{"max_seq_length": 16, "max_predictions": 3, "steps": 6}, {"max_seq_length": 32, "steps": 4}]
     argv = ["pretrain", "--corpus", str(tiny_corpus), "--vocab-size", "300", "--output-dir", str(out),
-            "--steps-per-epoch", "2", "--warmup-steps", "1", "--batch-size", "4", "--eval-fraction", "0.2",
+            "--steps-per-epoch", "2", "--warmup-steps", "1", "--batch-size", "4", "--eval-fraction", "0.2", "--dupe-factor", "2",
             "--no-jit-compile", "--phases", json.dumps(phases)]
     assert main(argv) == 0
     report = json.loads((out / "report.json").read_text())

@@ -17,7 +17,8 @@ def test_sigkill_then_the_same_command_resumes_and_finishes(tmp_path, tiny_corpu
     command = [sys.executable, "-m", "keras_bert_lib.cli", "pretrain", "--corpus", str(tiny_corpus),
                "--vocab", str(gt.get_model_path() / "vocab.txt"), "--output-dir", str(out),
                "--steps", "100", "--steps-per-epoch", "10", "--batch-size", "8", "--max-seq-length", "32",
-               "--max-predictions", "5", "--warmup-steps", "5", "--eval-fraction", "0.2", "--no-jit-compile"]
+               "--max-predictions", "5", "--warmup-steps", "5", "--eval-fraction", "0.2", "--dupe-factor", "2",
+               "--no-jit-compile"]
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     first = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     history = out / "history.csv"

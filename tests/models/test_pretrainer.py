@@ -13,7 +13,7 @@ SPEC = harness.LayerSpec(
     padding_mask=MASK,
     expected_output_shape={"mlm_logits": (2, 2, 50), "nsp_logits": (2, 2)},
     expected_num_trainable_weights=39 + 5 + 2,
-    output_dtype="float32", stochastic=True, dict_input=True, fresh_process=True,
+    output_dtype="float32", stochastic=True, dict_input=True, fresh_process=False,
 )
 
 

@@ -14,9 +14,11 @@ def vocab_path():
 
 
 @pytest.fixture(scope="session")
-def stdlib_corpus(tmp_path_factory):
+def stdlib_corpus():
+    """The cached standard-library corpus: built once per machine, shared by every worker and
+    by the docs' examples (build_stdlib_corpus writes it atomically)."""
     from keras_bert_lib.text import build_stdlib_corpus
-    return build_stdlib_corpus(str(tmp_path_factory.mktemp("corpus") / "stdlib.txt"), verbose=False)
+    return build_stdlib_corpus(verbose=False)
 
 
 @pytest.fixture(scope="session")

@@ -104,7 +104,8 @@ def bert_large(*, weights=None, **overrides) -> keras.Model:
         ```python
         from keras_bert_lib import PRESETS, bert_large
         print(f"{PRESETS['bert_large'].num_parameters:,}")   # 335,141,888, from the shape alone
-        encoder = bert_large(num_hidden_layers=1, hidden_size=256, num_attention_heads=4, intermediate_size=1024)   # a narrow copy to try
+        # a narrow copy to try:
+        encoder = bert_large(num_hidden_layers=1, hidden_size=256, num_attention_heads=4, intermediate_size=1024)
         ```
     """
     return _factory("bert_large", weights, overrides)
@@ -116,7 +117,7 @@ def albert_base(*, weights=None, **overrides) -> keras.Model:
     Example:
         ```python
         from keras_bert_lib import albert_base
-        encoder = albert_base(num_hidden_layers=2)   # the shared block applied twice; albert_base() applies it 12 times
+        encoder = albert_base(num_hidden_layers=2)   # the shared block twice; albert_base(): 12 times
         ```
     """
     return _factory("albert_base", weights, overrides)
@@ -128,7 +129,7 @@ def albert_large(*, weights=None, **overrides) -> keras.Model:
     Example:
         ```python
         from keras_bert_lib import albert_large
-        encoder = albert_large(num_hidden_layers=2)   # the shared block applied twice; albert_large() applies it 24 times
+        encoder = albert_large(num_hidden_layers=2)   # the shared block twice; albert_large(): 24 times
         ```
     """
     return _factory("albert_large", weights, overrides)
@@ -141,7 +142,8 @@ def albert_xlarge(*, weights=None, **overrides) -> keras.Model:
         ```python
         from keras_bert_lib import PRESETS, albert_xlarge
         print(f"{PRESETS['albert_xlarge'].num_parameters:,}")   # 58,724,864, from the shape alone
-        encoder = albert_xlarge(num_hidden_layers=2, hidden_size=256, num_attention_heads=4, intermediate_size=1024)   # a narrow copy to try
+        # a narrow copy to try:
+        encoder = albert_xlarge(num_hidden_layers=2, hidden_size=256, num_attention_heads=4, intermediate_size=1024)
         ```
     """
     return _factory("albert_xlarge", weights, overrides)
@@ -154,7 +156,8 @@ def albert_xxlarge(*, weights=None, **overrides) -> keras.Model:
         ```python
         from keras_bert_lib import PRESETS, albert_xxlarge
         print(f"{PRESETS['albert_xxlarge'].num_parameters:,}")   # 222,595,584, from the shape alone
-        encoder = albert_xxlarge(num_hidden_layers=2, hidden_size=256, num_attention_heads=4, intermediate_size=1024)   # a narrow copy to try
+        # a narrow copy to try:
+        encoder = albert_xxlarge(num_hidden_layers=2, hidden_size=256, num_attention_heads=4, intermediate_size=1024)
         ```
     """
     return _factory("albert_xxlarge", weights, overrides)

@@ -20,6 +20,6 @@ from keras_bert_lib.data.tfrecords import (
     write_pretraining_tfrecords,
 )
 
-__all__ = ["Instance", "PretrainingData", "build_pretraining_datasets", "check_tfrecords", "create_instances", "google_feature_spec", "mask_tokens",
-           "pack_instances", "read_documents", "read_pretraining_tfrecords", "tokenize_documents",
-           "write_pretraining_tfrecords"]
+__all__ = ["Instance", "PretrainingData", "build_pretraining_datasets", "check_tfrecords", "create_instances",
+           "google_feature_spec", "mask_tokens", "pack_instances", "read_documents", "read_pretraining_tfrecords",
+           "tokenize_documents", "write_pretraining_tfrecords"]

@@ -144,8 +144,14 @@ class EncoderConfig:
 
         Embeddings V·E + P·E + T·E + 2E (+ ALBERT's E·H + H projection), each distinct block
         4(H² + H) + 2H + (H·I + I) + (I·H + H) + 2H, a final LayerNorm 2H when pre-LN, and the
-        pooler H² + H: the formulas of shared/reference.md, which `count_params()` of the built
-        encoder equals (tested on every structural variant).
+        pooler H² + H. It gives the released checkpoints' counts (the README's preset table) and
+        equals `count_params()` of the built encoder (tested on every structural variant).
+
+        Example:
+            ```python
+            from keras_bert_lib import PRESETS
+            assert PRESETS["bert_base"].num_parameters == 109_482_240
+            ```
         """
         e, h, i = self.embedding_size or self.hidden_size, self.hidden_size, self.intermediate_size
         embeddings = (self.vocab_size + self.max_position_embeddings + self.type_vocab_size) * e + 2 * e
@@ -320,7 +326,7 @@ def _albert(layers, hidden, heads):
                          num_hidden_groups=1)
 
 
-# Parameter counts (encoder + pooler, no pre-training heads) from shared/reference.md.
+# Parameter counts (encoder + pooler, no pre-training heads) of the released checkpoints.
 PRESETS: dict[str, EncoderConfig] = {
     "bert_tiny": _bert(2, 128),  # 4,385,920
     "bert_mini": _bert(4, 256),  # 11,170,560

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 
 def google_feature_spec(max_seq_length=128, max_predictions=20, albert=False):
-    """The feature spec of Google's pre-training records (shared/reference.md); ALBERT adds
+    """The feature spec of Google's pre-training records (create_pretraining_data.py); ALBERT adds
     `token_boundary`.
 
     Example:

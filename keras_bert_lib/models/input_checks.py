@@ -5,6 +5,7 @@ gives a zero vector, and a float id or a 0.5 mask is cast without a word. So the
 checked on the host, before the compiled step: numpy in microseconds (docs/index.md, "Speed").
 """
 
+import keras
 import numpy as np
 
 INPUTS = ("token_ids", "segment_ids", "padding_mask")
@@ -70,8 +71,6 @@ def concrete(value):
         return value
     if isinstance(value, (list, tuple, int)):
         return np.asarray(value)
-    import keras
-
     if isinstance(value, keras.KerasTensor):
         return None
     try:

@@ -216,9 +216,10 @@ HF_ARCHITECTURE = {  # (encoder only, with heads and a sentence task, with an ML
 }
 
 
-def expand(top, block, config, task=None):
-    """All rows for one model: `top` once, `block` once per distinct block (shared ALBERT
-    blocks appear once), with the placeholders filled in."""
+def expand(top, block, config):
+    """The encoder's rows: `top` once, `block` once per distinct block (shared ALBERT blocks
+    appear once), with the block placeholders filled in. (Head rows hold `{task}`; the caller
+    fills it.)"""
     rows = list(top)
     per_group = config.inner_group_num
     for g in range(config.num_groups):
@@ -226,7 +227,7 @@ def expand(top, block, config, task=None):
             names = {"block": config.block_name(g, j), "i": g * per_group + j, "g": g, "j": j}
             rows += [(ours.format(**names), theirs.format(**names), layout)
                      for ours, theirs, layout in block]
-    return [(ours.replace("{task}", task or ""), theirs, layout) for ours, theirs, layout in rows]
+    return rows
 
 
 def is_ignored(name, patterns):

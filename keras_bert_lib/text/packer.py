@@ -8,6 +8,12 @@ from keras_bert_lib.text.tf_text import import_tensorflow_text
 TRUNCATIONS = ("round_robin", "waterfall")
 
 
+def check_truncate(truncate):
+    """Raises ValueError unless `truncate` is one of TRUNCATIONS."""
+    if truncate not in TRUNCATIONS:
+        raise ValueError(f"truncate={truncate!r} is not one of {TRUNCATIONS}.")
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
 class BertPacker(keras.layers.Layer):
     """Packs one or more segments into BERT's input: `[CLS] a [SEP] b [SEP] [PAD]…`.
@@ -39,8 +45,7 @@ class BertPacker(keras.layers.Layer):
 
     def __init__(self, sequence_length, start_id, end_id, pad_id=0, truncate="round_robin", **kwargs):
         super().__init__(**kwargs)
-        if truncate not in TRUNCATIONS:
-            raise ValueError(f"truncate={truncate!r} is not one of {TRUNCATIONS}.")
+        check_truncate(truncate)
         self.sequence_length = sequence_length
         self.start_id = start_id
         self.end_id = end_id
@@ -78,6 +83,7 @@ def pack_segments(segments, sequence_length, start_id, end_id, pad_id=0, truncat
         # token_ids [[101, 7, 8, 9, 102, 0]], padding_mask [[1, 1, 1, 1, 1, 0]]
         ```
     """
+    check_truncate(truncate)
     tft = import_tensorflow_text("BertPacker (and BertPreprocessor)")
     segments = list(segments) if isinstance(segments, (list, tuple)) else [segments]
     room = sequence_length - len(segments) - 1  # [CLS] and one [SEP] per segment

@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from keras_bert_lib.text.packer import TRUNCATIONS, pack_segments
+from keras_bert_lib.text.packer import check_truncate, pack_segments
 from keras_bert_lib.text.wordpiece_tokenizer import WordPieceTokenizer
 
 
@@ -41,8 +41,7 @@ class BertPreprocessor(keras.layers.Layer):
             tokenizer = keras.saving.deserialize_keras_object(tokenizer)
         if not isinstance(tokenizer, WordPieceTokenizer):
             raise ValueError(f"tokenizer must be a WordPieceTokenizer, not {type(tokenizer).__name__}.")
-        if truncate not in TRUNCATIONS:
-            raise ValueError(f"truncate={truncate!r} is not one of {TRUNCATIONS}.")
+        check_truncate(truncate)
         self.tokenizer = tokenizer
         self.sequence_length = sequence_length
         self.truncate = truncate

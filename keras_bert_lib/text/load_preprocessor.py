@@ -86,9 +86,9 @@ def load_preprocessor(path, sequence_length=128, lowercase=None, truncate="round
         ```
     """
     path = os.fspath(path)
+    if not os.path.exists(path):
+        raise ValueError(f"No such checkpoint folder: {path}")
     folder = path if os.path.isdir(path) else os.path.dirname(path) or "."
-    if not os.path.isdir(folder):
-        raise ValueError(f"No such checkpoint folder: {folder}")
     config, model_type = _encoder_config(folder)
     if model_type in _NOT_WORDPIECE:
         raise ValueError(f"{folder} is a {model_type} checkpoint: {_NOT_WORDPIECE[model_type]}, not WordPiece, "

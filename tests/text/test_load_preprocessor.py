@@ -52,3 +52,8 @@ def test_sequence_length_beyond_the_positions_and_a_missing_vocabulary_are_refus
     empty.mkdir()
     with pytest.raises(ValueError, match="has no vocab.txt"):
         load_preprocessor(empty, lowercase=True)
+
+
+def test_a_path_that_does_not_exist_is_named_as_given(tmp_path):
+    with pytest.raises(ValueError, match=f"No such checkpoint folder: {tmp_path / 'nope' / 'folder'}"):
+        load_preprocessor(tmp_path / "nope" / "folder")

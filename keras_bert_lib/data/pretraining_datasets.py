@@ -104,6 +104,7 @@ def build_pretraining_datasets(files, tokenizer, *, max_seq_length=128, max_pred
     continuation = np.array([t.startswith("##") for t in tokenizer.vocabulary])
     specials = [tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id]
 
+    @tf.autograph.experimental.do_not_convert  # no tensor-dependent Python: saves ~4 s of tracing
     def masked(features, labels):
         starts = ~tf.gather(continuation, features["token_ids"]) if whole_word_masking else None
         inputs, y, w = mask_tokens(features, tokenizer.vocabulary_size(), tokenizer.mask_id, specials,
@@ -157,6 +158,7 @@ def _static_masking(folder, made_by, instances, masked, continuation, batch_size
             raise ValueError(f"{folder} holds records made with other settings {changed} (was, now); "
                              "use another output_dir, or delete that folder to write them again.")
     else:
+        @tf.autograph.experimental.do_not_convert
         def with_boundary(inputs, labels, weights):
             if albert:  # 1 where a word begins, as ALBERT's create_pretraining_data.py writes it
                 starts = ~tf.gather(continuation, inputs["token_ids"]) & tf.cast(inputs["padding_mask"], tf.bool)

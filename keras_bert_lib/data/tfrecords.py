@@ -102,6 +102,7 @@ def read_pretraining_tfrecords(pattern, max_seq_length=128, max_predictions=20, 
             return ds.ignore_errors(log_warning=True)
         return ds.map(lambda r: r)  # errors surface at the batch that reads the bad record
 
+    @tf.autograph.experimental.do_not_convert
     def to_model(serialized):
         f = tf.io.parse_example(serialized, spec)
         i32 = lambda k: tf.cast(f[k], tf.int32)  # noqa: E731

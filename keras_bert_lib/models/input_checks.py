@@ -130,6 +130,8 @@ class ChecksInputs:
         return super().fit(self._check(x), *args, **kwargs)
 
     def evaluate(self, x=None, *args, **kwargs):
+        if kwargs.get("_use_cached_eval_dataset"):  # fit's validation: checked once by fit
+            return super().evaluate(x, *args, **kwargs)
         return super().evaluate(self._check(x), *args, **kwargs)
 
     def train_on_batch(self, x, *args, **kwargs):
@@ -148,6 +150,7 @@ def _checked_dataset(dataset, config, extra):
     TensorFlow is imported only here: a tf.data.Dataset means it is installed."""
     import tensorflow as tf
 
+    @tf.autograph.experimental.do_not_convert  # plain graph code; autograph would only cost time
     def check(features, *rest):
         if not isinstance(features, dict):
             return (features, *rest)

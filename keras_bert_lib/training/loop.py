@@ -18,7 +18,7 @@ import tensorflow as tf
 from keras_bert_lib.atomic_write import atomic_write_text
 from keras_bert_lib.training.callbacks import PeriodicCheckpoints, StopOnNonFiniteLoss
 from keras_bert_lib.training.curves import plot_curves, read_history
-from keras_bert_lib.training.multi_worker import mend_multi_worker_fit
+from keras_bert_lib.training.keras_mends import mend_fit
 from keras_bert_lib.training.optimizers import OPTIMIZERS, create_optimizer
 from keras_bert_lib.training.strategy import STRATEGIES, create_strategy
 
@@ -159,7 +159,7 @@ def train(config, build_model, train_data, held_out, baselines=None):
                                      config.gradient_accumulation_steps,
                                      loss_scale=config.dtype == "mixed_float16")
         model.compile(optimizer=optimizer, jit_compile=_jit_compile(config, strategy))
-    mend_multi_worker_fit(model)
+    mend_fit(model)
     out = config.output_dir
     backup, history_csv = os.path.join(out, "backup"), os.path.join(out, "history.csv")
     if not os.path.isdir(backup) and os.path.isfile(history_csv):

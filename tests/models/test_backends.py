@@ -1,5 +1,6 @@
 """The encoders and every kind of head give TensorFlow's outputs on Keras' JAX and PyTorch
-backends: each backend in a fresh process, the same weights (a .weights.h5 file) and inputs."""
+backends: the same weights (a .weights.h5 file) and inputs; TensorFlow in this process, JAX and
+PyTorch each in a fresh one (Keras' backend is chosen once per process), both at once."""
 
 import os
 import subprocess
@@ -11,6 +12,7 @@ import pytest
 
 pytest.importorskip("jax", reason="jax (CPU) is in the [test] extra")
 pytest.importorskip("torch", reason="torch (CPU) is in the [test] extra")
+pytestmark = pytest.mark.xdist_group("backends")  # both tests read one module fixture
 
 # Builds the models, loads the weights if they exist (else saves them), runs fixed inputs and
 # saves every output. It must not import TensorFlow on JAX or PyTorch.
@@ -21,7 +23,7 @@ SCRIPT = textwrap.dedent("""
     import keras_bert_lib as kb
     from keras_bert_lib import heads
 
-    folder, backend = sys.argv[1], keras.backend.backend()
+    backend = keras.backend.backend()
     # (no keras.utils.set_random_seed: it imports TensorFlow where it is installed; the weights
     # come from one file anyway)
     rng = np.random.default_rng(0)
@@ -48,23 +50,28 @@ SCRIPT = textwrap.dedent("""
     # weights would be written once and read twice.
     models = {"bert_tiny": kb.bert_tiny, "albert_base": kb.albert_base,
               "distilbert_base": lambda: kb.distilbert_base(num_hidden_layers=2), "heads": with_heads}
-    results = {}
-    for name, build in models.items():
-        model = build()
-        path = os.path.join(folder, name + ".weights.h5")
-        if os.path.exists(path):
-            model.load_weights(path)
-        else:
-            model.save_weights(path)
-        x = {**feed, "masked_positions": np.array([[1, 3], [2, 4]], "int32")} if name == "heads" else feed
-        for key, value in model.predict_on_batch(x).items():
-            parts = value.items() if isinstance(value, dict) else [("", value)]
-            for part, array in parts:
-                results[f"{name}/{key}{'/' + part if part else ''}"] = np.asarray(keras.ops.convert_to_numpy(array), "float32")
-    np.savez(os.path.join(folder, backend + ".npz"), **results)
-    assert backend == "tensorflow" or "tensorflow" not in sys.modules, "TensorFlow was imported"
-    if backend != "tensorflow":  # the TensorFlow-only packages say what they need
-        for package in ("text", "data", "training", "runs"):
+
+    def outputs(folder):
+        # Every output, keyed model/output[/part]; loads the weights if they exist, else saves them.
+        results = {}
+        for name, build in models.items():
+            model = build()
+            path = os.path.join(folder, name + ".weights.h5")
+            if os.path.exists(path):
+                model.load_weights(path)
+            else:
+                model.save_weights(path)
+            x = {**feed, "masked_positions": np.array([[1, 3], [2, 4]], "int32")} if name == "heads" else feed
+            for key, value in model.predict_on_batch(x).items():
+                parts = value.items() if isinstance(value, dict) else [("", value)]
+                for part, array in parts:
+                    results[f"{name}/{key}{'/' + part if part else ''}"] = np.asarray(keras.ops.convert_to_numpy(array), "float32")
+        return results
+
+    if __name__ == "__main__":  # a fresh process on another backend
+        np.savez(os.path.join(sys.argv[1], backend + ".npz"), **outputs(sys.argv[1]))
+        assert "tensorflow" not in sys.modules, "TensorFlow was imported"
+        for package in ("text", "data", "training", "runs"):  # the TensorFlow-only packages say what they need
             try:
                 __import__("keras_bert_lib." + package)
             except ImportError as e:
@@ -74,20 +81,25 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def _run(backend, folder):
+def _start(backend, folder):
     env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3", "JAX_PLATFORMS": "cpu",
            "CUDA_VISIBLE_DEVICES": ""}
-    result = subprocess.run([sys.executable, "-c", SCRIPT, str(folder)], capture_output=True, text=True,
-                            env=env, timeout=600, cwd=folder)
-    assert result.returncode == 0, f"{backend}:\n{result.stderr[-3000:]}"
-    return dict(np.load(folder / f"{backend}.npz"))
+    return subprocess.Popen([sys.executable, "-c", SCRIPT, str(folder)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=folder)
 
 
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory):
     folder = tmp_path_factory.mktemp("backends")
-    reference = _run("tensorflow", folder)  # writes the weights the others load
-    return reference, {b: _run(b, folder) for b in ("jax", "torch")}
+    namespace = {"__name__": "tensorflow_reference"}
+    exec(SCRIPT, namespace)  # this process is on TensorFlow
+    reference = namespace["outputs"](str(folder))  # writes the weights the others load
+    others = {}
+    for backend, process in [(b, _start(b, folder)) for b in ("jax", "torch")]:
+        _, stderr = process.communicate(timeout=600)
+        assert process.returncode == 0, f"{backend}:\n{stderr[-3000:]}"
+        others[backend] = dict(np.load(folder / f"{backend}.npz"))
+    return reference, others
 
 
 @pytest.mark.parametrize("backend", ["jax", "torch"])

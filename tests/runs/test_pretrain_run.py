@@ -50,39 +50,34 @@ def test_config_is_frozen():
         PretrainConfig().steps = 3
 
 
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory, tiny_corpus_module):
-    config = PretrainConfig(corpus=[str(tiny_corpus_module)], output_dir=str(tmp_path_factory.mktemp("run") / "run"),
-                            vocab_size=300, steps=4, steps_per_epoch=2, warmup_steps=1, batch_size=4,
-                            max_seq_length=32, max_predictions=4, dupe_factor=2, eval_fraction=0.2,
-                            jit_compile=False)
-    return config, run_pretraining(config)
-
-
-def test_a_finished_run_is_left_alone_and_says_so(finished, caplog):
-    config, report = finished
-    paths = [os.path.join(config.output_dir, n) for n in ("report.json", "pretrainer.weights.h5", "vocab.txt")]
+@pytest.mark.xdist_group("finished_run")
+def test_a_finished_run_is_left_alone_and_says_so(finished_run, caplog):
+    config, report = finished_run
+    paths = [os.path.join(config.output_dir, n) for n in ("report.json", "pretrainer.weights.h5", "export")]
     before = [os.stat(p).st_mtime_ns for p in paths]
     assert run_pretraining(config) == report
     assert "finished: nothing to do" in caplog.text
     assert [os.stat(p).st_mtime_ns for p in paths] == before
 
 
-def test_other_settings_in_the_same_folder_are_refused_naming_them(finished):
-    config, _ = finished
-    with pytest.raises(ValueError, match=r"holds a run with other settings \{'vocab_size': \(300, 200\)\}"):
-        run_pretraining(dataclasses.replace(config, vocab_size=200))
+@pytest.mark.xdist_group("finished_run")
+def test_other_settings_in_the_same_folder_are_refused_naming_them(finished_run):
+    config, _ = finished_run
+    with pytest.raises(ValueError, match=r"holds a run with other settings \{'dupe_factor': \(2, 3\)\}"):
+        run_pretraining(dataclasses.replace(config, dupe_factor=3))
 
 
-def test_the_export_folder_brings_its_tokenizer(finished):
+@pytest.mark.xdist_group("finished_run")
+def test_the_export_folder_brings_its_tokenizer(finished_run):
     """The run's export/ is a checkpoint folder that load_checkpoint and load_preprocessor read."""
     from keras_bert_lib import load_checkpoint, load_preprocessor
 
-    config, _ = finished
+    config, _ = finished_run
     folder = os.path.join(config.output_dir, "export")
     preprocess = load_preprocessor(folder, sequence_length=16)
-    assert preprocess.tokenizer.vocabulary_size() == load_checkpoint(folder).config.vocab_size
+    assert preprocess.tokenizer.vocabulary_size() == load_checkpoint(folder).config.vocab_size == 30522
     assert preprocess.tokenizer.lowercase is True
+    assert preprocess.tokenizer.vocabulary == open(config.vocab, encoding="utf-8").read().splitlines()
 
 
 def test_the_most_frequent_token_baseline_never_counts_a_special_token(tmp_path):

@@ -14,6 +14,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import distributed_run  # noqa: E402
 
+pytestmark = pytest.mark.xdist_group("distribution")  # both tests read the one-device run
+
 # Same global batch, same weights, no dropout: only the order of floating-point sums differs.
 TOLERANCE = 1e-4
 
@@ -44,13 +46,23 @@ def _free_ports(n):
 
 
 @pytest.fixture(scope="module")
-def one_device(tmp_path_factory):
+def runs(tmp_path_factory):
+    """{name: per-step losses} of the one-device reference, the mirrored run and both workers.
+
+    The three processes start at once and the reference runs in this process meanwhile: one
+    device needs no device set-up before TensorFlow starts."""
     folder = tmp_path_factory.mktemp("distribution")
-    model = distributed_run.build()
-    model.save_weights(str(folder / "initial.weights.h5"))
-    process = _start("one_device", str(folder / "initial.weights.h5"), str(folder / "one_device.json"))
-    _finish(process)
-    return folder, json.loads((folder / "one_device.json").read_text())
+    weights = str(folder / "initial.weights.h5")
+    distributed_run.build().save_weights(weights)
+    cluster = {"worker": [f"127.0.0.1:{port}" for port in _free_ports(2)]}
+    processes = {"mirrored": _start("mirrored", weights, str(folder / "mirrored.json"))}
+    for i in range(2):
+        processes[f"worker{i}"] = _start("multi_worker", weights, str(folder / f"worker{i}.json"),
+                                         TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}}))
+    distributed_run.main("one_device", weights, str(folder / "one_device.json"))
+    for process in processes.values():
+        _finish(process)
+    return {name: json.loads((folder / f"{name}.json").read_text()) for name in ["one_device", *processes]}
 
 
 def _assert_follows(result, reference, replicas):
@@ -61,19 +73,10 @@ def _assert_follows(result, reference, replicas):
         np.testing.assert_allclose(result[key], reference[key], rtol=TOLERANCE, atol=TOLERANCE, err_msg=key)
 
 
-def test_mirrored_two_replicas_follow_one_device(one_device):
-    folder, reference = one_device
-    _finish(_start("mirrored", str(folder / "initial.weights.h5"), str(folder / "mirrored.json")))
-    _assert_follows(json.loads((folder / "mirrored.json").read_text()), reference, replicas=2)
+def test_mirrored_two_replicas_follow_one_device(runs):
+    _assert_follows(runs["mirrored"], runs["one_device"], replicas=2)
 
 
-def test_multi_worker_two_processes_follow_one_device(one_device):
-    folder, reference = one_device
-    cluster = {"worker": [f"127.0.0.1:{port}" for port in _free_ports(2)]}
-    workers = [_start("multi_worker", str(folder / "initial.weights.h5"), str(folder / f"worker{i}.json"),
-                      TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}}))
-               for i in range(2)]
-    for worker in workers:
-        _finish(worker)
+def test_multi_worker_two_processes_follow_one_device(runs):
     for i in range(2):
-        _assert_follows(json.loads((folder / f"worker{i}.json").read_text()), reference, replicas=2)
+        _assert_follows(runs[f"worker{i}"], runs["one_device"], replicas=2)

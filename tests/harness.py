@@ -34,7 +34,7 @@ class LayerSpec:
     output_dtype: str | None = None  # None: the compute dtype; heads return "float32"
     stochastic: bool = False  # True when training=True must change the output (dropout > 0)
     dict_input: bool = False  # models: call(inputs_dict), the mask inside it
-    fresh_process: bool = False  # models: load .keras / SavedModel in a fresh interpreter
+    fresh_process: bool = False  # models: also load .keras and SavedModel in a fresh interpreter
 
 
 # --- input helpers --------------------------------------------------------------------------
@@ -63,9 +63,11 @@ def _make(spec, **extra):
 
 
 def checks_for(spec):
-    """The checks that apply: padding invariance needs a padding mask."""
+    """The checks that apply: padding invariance needs a padding mask; a fresh process is for
+    the specs that ask for one."""
     return [c for c in LAYER_CHECKS
-            if c is not check_padding_invariance or spec.padding_mask is not None]
+            if (c is not check_padding_invariance or spec.padding_mask is not None)
+            and (c is not check_fresh_process or spec.fresh_process)]
 
 
 def _call(spec, layer, inputs, padding_mask, **kw):
@@ -177,24 +179,9 @@ def check_keras_file(spec):
     model = _wrap(spec, _built(spec))
     expected = model(_feed(spec), training=False)
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "model.keras")
-        model.save(path)
-        if not spec.fresh_process:
-            loaded = keras.saving.load_model(path, safe_mode=True)
-            _assert_close(loaded(_feed(spec), training=False), expected, 1e-6, ".keras round trip")
-            return
-        np.savez(os.path.join(tmp, "feed.npz"), **_feed(spec))
-        _run_fresh(f"""
-            import sys, numpy as np, keras, keras_bert_lib
-            assert not any(m.startswith(("tests", "harness")) for m in sys.modules)
-            model = keras.saving.load_model({path!r}, safe_mode=True)
-            feed = dict(np.load({os.path.join(tmp, "feed.npz")!r}))
-            out = keras.tree.flatten(model(feed, training=False))
-            np.savez({os.path.join(tmp, "out.npz")!r}, *[np.asarray(o, "float32") for o in out])
-        """)
-        out = np.load(os.path.join(tmp, "out.npz"))
-        _assert_close([out[f"arr_{i}"] for i in range(len(out.files))], expected, 1e-6,
-                      ".keras loaded in a fresh process")
+        model.save(os.path.join(tmp, "model.keras"))
+        loaded = keras.saving.load_model(os.path.join(tmp, "model.keras"), safe_mode=True)
+        _assert_close(loaded(_feed(spec), training=False), expected, 1e-6, ".keras round trip")
 
 
 def check_saved_model(spec):
@@ -202,20 +189,36 @@ def check_saved_model(spec):
     expected = model(_feed(spec), training=False)
     with tempfile.TemporaryDirectory() as tmp:
         model.export(tmp + "/sm", format="tf_saved_model", verbose=False)
-        if not spec.fresh_process:
-            reloaded = tf.saved_model.load(tmp + "/sm")  # keep a reference: it owns the variables
-            served = reloaded.serve(_feed(spec))
-            _assert_close(served, expected, 1e-5, "SavedModel serve")
-            return
-        np.savez(tmp + "/feed.npz", **_feed(spec))
+        reloaded = tf.saved_model.load(tmp + "/sm")  # keep a reference: it owns the variables
+        _assert_close(reloaded.serve(_feed(spec)), expected, 1e-5, "SavedModel serve")
+
+
+def check_fresh_process(spec):
+    """The SavedModel serves in a new interpreter that has imported nothing but TensorFlow, and
+    then the .keras file loads there with only keras_bert_lib imported (not the tests)."""
+    model = _wrap(spec, _built(spec))
+    expected = model(_feed(spec), training=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        model.save(os.path.join(tmp, "model.keras"))
+        model.export(os.path.join(tmp, "sm"), format="tf_saved_model", verbose=False)
+        np.savez(os.path.join(tmp, "feed.npz"), **_feed(spec))
         _run_fresh(f"""
-            import numpy as np, tensorflow as tf
-            reloaded = tf.saved_model.load({tmp + "/sm"!r})
-            served = reloaded.serve(dict(np.load({tmp + "/feed.npz"!r})))
-            np.savez({tmp + "/out.npz"!r}, **{{k: v.numpy() for k, v in served.items()}})
+            import sys, numpy as np, tensorflow as tf
+            feed = dict(np.load({os.path.join(tmp, "feed.npz")!r}))
+            reloaded = tf.saved_model.load({os.path.join(tmp, "sm")!r})  # owns the variables
+            served = reloaded.serve(feed)
+            assert not any(m.startswith(("keras_bert_lib", "tests", "harness")) for m in sys.modules)
+            np.savez({os.path.join(tmp, "served.npz")!r}, **{{k: v.numpy() for k, v in served.items()}})
+            import keras, keras_bert_lib
+            model = keras.saving.load_model({os.path.join(tmp, "model.keras")!r}, safe_mode=True)
+            out = keras.tree.flatten(model(feed, training=False))
+            np.savez({os.path.join(tmp, "out.npz")!r}, *[np.asarray(o, "float32") for o in out])
         """)
-        out = dict(np.load(tmp + "/out.npz"))
-        _assert_close({k: out[k] for k in expected}, expected, 1e-5, "SavedModel in a fresh process")
+        served = dict(np.load(os.path.join(tmp, "served.npz")))
+        _assert_close({k: served[k] for k in expected}, expected, 1e-5, "SavedModel in a fresh process")
+        out = np.load(os.path.join(tmp, "out.npz"))
+        _assert_close([out[f"arr_{i}"] for i in range(len(out.files))], expected, 1e-6,
+                      ".keras loaded in a fresh process")
 
 
 def check_dtype_policies(spec):
@@ -337,10 +340,10 @@ LAYER_CHECKS = [
     check_build,
     check_keras_file,
     check_saved_model,
+    check_fresh_process,
     check_dtype_policies,
     check_xla,
     check_padding_invariance,
     check_gradients,
     check_inference_deterministic,
 ]
-MODEL_CHECKS = LAYER_CHECKS  # with fresh_process=True, the save checks load in a new interpreter

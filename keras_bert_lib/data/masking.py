@@ -79,7 +79,7 @@ def _ngram_starts(unit_starts, special, max_ngram):
     """Where each n-gram begins: units cut into runs of n ~ P(n) ∝ 1/n; a special token is its own."""
     shape = tf.shape(unit_starts)
     n = np.arange(1, max_ngram + 1)
-    logits = tf.math.log(tf.constant([(1 / n) / (1 / n).sum()], tf.float32))
+    logits = tf.constant(np.log((1 / n) / (1 / n).sum())[None], tf.float32)  # (1, N); a list of arrays fails in a graph
     lengths = tf.reshape(tf.random.categorical(logits, shape[0] * shape[1], dtype=tf.int32) + 1, shape)
     first_units = tf.math.cumsum(lengths, axis=1, exclusive=True)  # (B, T) unit index of each n-gram's start
     unit = tf.math.cumsum(tf.cast(unit_starts, tf.int32), axis=1) - 1

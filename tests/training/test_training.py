@@ -51,8 +51,9 @@ def test_pretrainer_trains_with_weighted_mlm_loss_under_xla():
 
 
 def test_a_nan_loss_stops_training_and_keeps_the_last_backup(tmp_path):
+    # Eager steps: this is about callbacks, and tracing a step would take longer than the 27 steps.
     model = BertPretrainer(bert_tiny(num_hidden_layers=1, vocab_size=50))
-    model.compile(optimizer=create_optimizer(warmup_steps=1, total_steps=50), jit_compile=False)
+    model.compile(optimizer=create_optimizer(warmup_steps=1, total_steps=50), run_eagerly=True)
     x, y, w = _batch()
 
     class PoisonAfter(keras.callbacks.Callback):
@@ -65,7 +66,7 @@ def test_a_nan_loss_stops_training_and_keeps_the_last_backup(tmp_path):
         model.fit(x, y, sample_weight=w, batch_size=8, epochs=20,
                   callbacks=[PoisonAfter(), StopOnNonFiniteLoss(), backup], verbose=0)
     restored = BertPretrainer(bert_tiny(num_hidden_layers=1, vocab_size=50))
-    restored.compile(optimizer=create_optimizer(warmup_steps=1, total_steps=50), jit_compile=False)
+    restored.compile(optimizer=create_optimizer(warmup_steps=1, total_steps=50), run_eagerly=True)
     restored.fit(x, y, sample_weight=w, batch_size=8, epochs=1, verbose=0,
                  callbacks=[keras.callbacks.BackupAndRestore(str(tmp_path / "backup"), save_freq=5)])
     assert np.isfinite(restored.get_layer("nsp_head").dense.bias.numpy()).all()
@@ -76,9 +77,9 @@ def test_periodic_checkpoints_keep_the_newest_and_restore_model_and_optimizer(tm
 
     from keras_bert_lib.training import PeriodicCheckpoints
 
-    def compiled():
+    def compiled():  # eager steps: this is about checkpoints, and tracing would take longer than the steps
         model = BertPretrainer(bert_tiny(num_hidden_layers=1, vocab_size=50))
-        model.compile(optimizer=create_optimizer(warmup_steps=1, total_steps=50), jit_compile=False)
+        model.compile(optimizer=create_optimizer(warmup_steps=1, total_steps=50), run_eagerly=True)
         return model
 
     model, (x, y, w), kernels = compiled(), _batch(8), {}

@@ -90,6 +90,14 @@ class TransformerEncoderBlock(keras.layers.Layer):
             x = self.ffn_layer_norm(x)
         return (x, probs) if return_attention_scores else x
 
+    def compute_output_spec(self, x, padding_mask=None, attention_mask=None, training=None,
+                            return_attention_scores=False):
+        # The input's shape, and the attention's probabilities: known without tracing `call`.
+        output = keras.KerasTensor(x.shape, dtype=self.compute_dtype)
+        if not return_attention_scores:
+            return output
+        return output, self.attention.compute_output_spec(x, return_attention_scores=True)[1]
+
     def get_config(self):
         return {**super().get_config(), "num_heads": self.num_heads,
                 "intermediate_size": self.intermediate_size, "hidden_act": self.hidden_act,

@@ -173,7 +173,7 @@ def train(config, build_model, train_data, held_out, baselines=None):
     ]
     fitted = model.fit(train_data, epochs=config.steps // config.steps_per_epoch,
                        steps_per_epoch=config.steps_per_epoch, validation_data=held_out,
-                       callbacks=callbacks, verbose=1)
+                       callbacks=callbacks, verbose=1, shuffle=False)  # the dataset shuffles itself
     # The last epoch's validation ran on the final weights: that is the held-out result. Evaluated
     # anew only when this call trained no epoch (killed after its last epoch, before the end).
     results = ({k.removeprefix("val_"): float(v[-1]) for k, v in fitted.history.items() if k.startswith("val_")}

@@ -52,7 +52,7 @@ def main(strategy_name, initial_weights, output):
         model = mend_fit(build())
         model.load_weights(initial_weights)
         model.compile(optimizer=create_optimizer("adamw", 3e-3, 1, STEPS, 0.01, 1.0), jit_compile=False)
-    history = model.fit(dataset, epochs=STEPS, steps_per_epoch=1, verbose=0).history
+    history = model.fit(dataset, epochs=STEPS, steps_per_epoch=1, verbose=0, shuffle=False).history
     result = {"replicas": strategy.num_replicas_in_sync, "loss": history["loss"],
               "mlm_loss": history["mlm_logits_loss"], "nsp_loss": history["nsp_logits_loss"]}
     with open(output, "w") as f:

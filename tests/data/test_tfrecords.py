@@ -91,7 +91,8 @@ def test_the_recipe_writes_static_masked_albert_records_once(finished_run):
     from keras_bert_lib.data import build_pretraining_datasets
     from keras_bert_lib.text import WordPieceTokenizer
 
-    config, report = finished_run
+    _, configs, run_report = finished_run
+    config, report = configs["phase2"], run_report["phases"][1]
     T, P, folder = config.max_seq_length, config.max_predictions, pathlib.Path(config.output_dir) / "pretraining_data"
     shards = sorted(folder.glob("train-*.tfrecord"))
     assert [s.name for s in shards] == ["train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord"]
@@ -101,7 +102,7 @@ def test_the_recipe_writes_static_masked_albert_records_once(finished_run):
               "token_boundary": tf.io.FixedLenFeature([T], tf.int64)}
     records = [tf.io.parse_single_example(r, albert) for r in tf.data.TFRecordDataset([str(s) for s in shards])]
     assert len(records) == report["train_instances"]
-    vocabulary = pathlib.Path(config.vocab).read_text().split("\n")
+    vocabulary = pathlib.Path(config.vocab).read_text().splitlines()
     for record in records[:50]:
         ids, mask = record["input_ids"].numpy(), record["input_mask"].numpy()
         starts = np.array([not vocabulary[i].startswith("##") for i in ids]) & (mask == 1)

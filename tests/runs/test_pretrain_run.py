@@ -52,32 +52,37 @@ def test_config_is_frozen():
 
 @pytest.mark.xdist_group("finished_run")
 def test_a_finished_run_is_left_alone_and_says_so(finished_run, caplog):
-    config, report = finished_run
-    paths = [os.path.join(config.output_dir, n) for n in ("report.json", "pretrainer.weights.h5", "export")]
+    """The same command again: nothing is run or written, phase 1 included."""
+    argv, configs, report = finished_run
+    out = configs["run"].output_dir
+    paths = [os.path.join(out, *n) for n in (("report.json",), ("phase1", "report.json"),
+                                              ("phase2", "pretrainer.weights.h5"), ("phase2", "export"))]
     before = [os.stat(p).st_mtime_ns for p in paths]
-    assert run_pretraining(config) == report
+    assert main(argv) == 0
+    assert run_pretraining(configs["run"]) == report
     assert "finished: nothing to do" in caplog.text
     assert [os.stat(p).st_mtime_ns for p in paths] == before
 
 
 @pytest.mark.xdist_group("finished_run")
 def test_other_settings_in_the_same_folder_are_refused_naming_them(finished_run):
-    config, _ = finished_run
+    _, configs, _ = finished_run
     with pytest.raises(ValueError, match=r"holds a run with other settings \{'dupe_factor': \(2, 3\)\}"):
-        run_pretraining(dataclasses.replace(config, dupe_factor=3))
+        run_pretraining(dataclasses.replace(configs["run"], dupe_factor=3))
 
 
 @pytest.mark.xdist_group("finished_run")
 def test_the_export_folder_brings_its_tokenizer(finished_run):
-    """The run's export/ is a checkpoint folder that load_checkpoint and load_preprocessor read."""
+    """A run's export/ is a checkpoint folder that load_checkpoint and load_preprocessor read."""
     from keras_bert_lib import load_checkpoint, load_preprocessor
 
-    config, _ = finished_run
-    folder = os.path.join(config.output_dir, "export")
+    _, configs, _ = finished_run
+    folder = os.path.join(configs["phase2"].output_dir, "export")
     preprocess = load_preprocessor(folder, sequence_length=16)
-    assert preprocess.tokenizer.vocabulary_size() == load_checkpoint(folder).config.vocab_size == 30522
+    vocabulary = open(configs["phase2"].vocab, encoding="utf-8").read().splitlines()
+    assert preprocess.tokenizer.vocabulary == vocabulary and len(vocabulary) <= 300
+    assert load_checkpoint(folder).config.vocab_size == len(vocabulary)
     assert preprocess.tokenizer.lowercase is True
-    assert preprocess.tokenizer.vocabulary == open(config.vocab, encoding="utf-8").read().splitlines()
 
 
 def test_the_most_frequent_token_baseline_never_counts_a_special_token(tmp_path):

@@ -11,7 +11,9 @@ def test_report_equals_a_fresh_evaluation_of_the_saved_pretrainer(finished_run):
     from keras_bert_lib.runs.pretrain import encoder_config
     from keras_bert_lib.text import WordPieceTokenizer
 
-    config, report = finished_run
+    _, configs, run_report = finished_run
+    config, report = configs["phase2"], run_report["phases"][1]  # the run's report is its last phase's
+    assert run_report["held_out"] == report["held_out"]
     assert report["steps"] == config.steps and report["eval_instances"] > 8
 
     tokenizer = WordPieceTokenizer(config.vocab, lowercase=config.lowercase)

@@ -62,7 +62,10 @@ SCRIPT = textwrap.dedent("""
             else:
                 model.save_weights(path)
             x = {**feed, "masked_positions": np.array([[1, 3], [2, 4]], "int32")} if name == "heads" else feed
-            for key, value in model.predict_on_batch(x).items():
+            # TensorFlow's reference runs the plain graph (its XLA path is tested elsewhere);
+            # JAX's and PyTorch's run predict_on_batch, compiled as each backend compiles.
+            out = model(x, training=False) if backend == "tensorflow" else model.predict_on_batch(x)
+            for key, value in out.items():
                 parts = value.items() if isinstance(value, dict) else [("", value)]
                 for part, array in parts:
                     results[f"{name}/{key}{'/' + part if part else ''}"] = np.asarray(keras.ops.convert_to_numpy(array), "float32")

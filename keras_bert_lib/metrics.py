@@ -7,6 +7,8 @@ beside published ones.
 
 import numpy as np
 
+__all__ = ["accuracy", "f1", "matthews", "spearman", "recall_at_k", "mrr_at_k", "classification_metrics"]
+
 
 def _labels(y_true, y_pred):
     y_true, y_pred = np.asarray(y_true).reshape(-1), np.asarray(y_pred).reshape(-1)

@@ -1,6 +1,8 @@
-"""Encoders, the factories that build them from presets or checkpoints, and models with heads."""
+"""Encoders, the factories that build them from presets or checkpoints, and the models with heads:
+the pretrainer and the fine-tuning task models."""
 
 from keras_bert_lib.models.checkpoint_loading import load_checkpoint, save_checkpoint
+from keras_bert_lib.models.cross_encoder import CrossEncoder
 from keras_bert_lib.models.encoder import BertEncoder
 from keras_bert_lib.models.factories import (
     albert_base,
@@ -18,9 +20,12 @@ from keras_bert_lib.models.factories import (
     roberta_base,
 )
 from keras_bert_lib.models.pretrainer import BertPretrainer
+from keras_bert_lib.models.sentence_embedder import InBatchNegativesLoss, SentenceEmbedder
+from keras_bert_lib.models.task_model import TaskModel, set_trainable_blocks
+from keras_bert_lib.models.text_classifier import TextClassifier
 
 __all__ = [
-    "BertEncoder", "BertPretrainer", "build_encoder", "load_checkpoint", "save_checkpoint",
+    "BertEncoder", "BertPretrainer", "CrossEncoder", "InBatchNegativesLoss", "SentenceEmbedder", "TaskModel", "TextClassifier", "build_encoder", "set_trainable_blocks", "load_checkpoint", "save_checkpoint",
     "bert_tiny", "bert_mini", "bert_small", "bert_medium", "bert_base", "bert_large",
     "albert_base", "albert_large", "albert_xlarge", "albert_xxlarge", "distilbert_base", "roberta_base",
 ]

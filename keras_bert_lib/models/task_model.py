@@ -1,0 +1,169 @@
+"""TaskModel: what the fine-tuning models share — raw strings in, the fine-tuning regimes, and
+`from_checkpoint`."""
+
+import keras
+
+from keras_bert_lib.models.checkpoint_loading import load_checkpoint
+from keras_bert_lib.models.input_checks import ChecksInputs, _is_tf_dataset
+
+
+def set_trainable_blocks(encoder, trainable_blocks, pooler=True):
+    """Applies a fine-tuning regime to `encoder`: the whole encoder trains (`None`), only its top
+    `k` Transformer blocks (and the pooler and pre-LN final LayerNorm above them) train (`k`), or
+    none of it (`0`: a frozen encoder, only the task head trains). With `pooler=False` (a task
+    that does not read the pooler) the pooler is frozen in every regime.
+
+    ALBERT's blocks are shared across layers, so it takes `None` or `0` only.
+
+    Example:
+        ```python
+        from keras_bert_lib import bert_tiny
+        from keras_bert_lib.models import set_trainable_blocks
+        encoder = bert_tiny()
+        set_trainable_blocks(encoder, 1)   # layer_1, the pooler; not the embeddings or layer_0
+        ```
+    """
+    _set_blocks(encoder, trainable_blocks)
+    if not pooler and encoder.config.with_pooler:
+        encoder.get_layer("pooler").trainable = False
+
+
+def _set_blocks(encoder, trainable_blocks):
+    config = encoder.config
+    if trainable_blocks is None:
+        encoder.trainable = True
+        return
+    if not isinstance(trainable_blocks, int) or not 0 <= trainable_blocks <= config.num_hidden_layers:
+        raise ValueError(f"trainable_blocks={trainable_blocks!r}: use None (the whole encoder), 0 (frozen) "
+                         f"or a number of top blocks from 1 to {config.num_hidden_layers}.")
+    encoder.trainable = trainable_blocks > 0
+    if trainable_blocks in (0, config.num_hidden_layers):
+        if trainable_blocks:
+            encoder.trainable = True
+        return
+    if config.num_groups != config.num_hidden_layers or config.inner_group_num != 1:
+        raise ValueError(f"trainable_blocks={trainable_blocks}: this ALBERT encoder shares its blocks across "
+                         "layers, so its top blocks are its bottom ones too; use None or 0.")
+    top = {config.block_name(i) for i in range(config.num_hidden_layers - trainable_blocks, config.num_hidden_layers)}
+    for layer in encoder.layers:
+        layer.trainable = layer.name in top or layer.name in ("pooler", "final_layer_norm")
+
+
+class TaskModel(ChecksInputs, keras.Model):
+    """Base of the task models: an encoder, an optional `BertPreprocessor`, a fine-tuning regime.
+
+    Built with a preprocessor, every way in (`predict`, `fit`, `evaluate`, `*_on_batch`, a call)
+    takes raw strings — a list or 1-D array of texts, or a tuple `(first, second)` of them for
+    pairs, or a `tf.data.Dataset` of those (with labels) — and tokenizes them before the compiled
+    program (tokenizing is TensorFlow's; on other backends pass the id dict). The id dict of
+    `token_ids`, `segment_ids`, `padding_mask` is taken in either case.
+
+    Subclasses build the functional graph from `_encoder_inputs()` and call `_finish_init`.
+    """
+
+    def _finish_init(self, encoder, preprocessor, trainable_blocks, uses_pooler):
+        self.encoder = encoder
+        self.preprocessor = preprocessor
+        self.trainable_blocks = trainable_blocks
+        set_trainable_blocks(encoder, trainable_blocks, pooler=uses_pooler)
+
+    @staticmethod
+    def _encoder_inputs():
+        return {name: keras.Input((None,), dtype="int32", name=name)
+                for name in ("token_ids", "segment_ids", "padding_mask")}
+
+    def _input_config(self):
+        return self.encoder.config
+
+    @classmethod
+    def from_checkpoint(cls, path, *args, sequence_length=128, lowercase=None, **kwargs):
+        """The task model on a checkpoint folder's encoder, taking raw strings through the
+        folder's own tokenizer (`load_checkpoint` + `load_preprocessor`); the head is new.
+
+        Args:
+            path: a folder `load_checkpoint` and `load_preprocessor` read (Google TF1 or HuggingFace).
+            sequence_length: int. Tokens per text (pair), [CLS] and [SEP]s included.
+            lowercase: bool or None. Overrides the casing the folder's files state.
+            *args, **kwargs: the task model's own arguments (e.g. `num_classes`).
+        """
+        from keras_bert_lib.text import load_preprocessor  # TensorFlow-only; the rest runs on any backend
+
+        preprocessor = load_preprocessor(path, sequence_length=sequence_length, lowercase=lowercase)
+        return cls(load_checkpoint(path), *args, preprocessor=preprocessor, **kwargs)
+
+    # --- raw strings → ids -------------------------------------------------------------------
+    def _ids(self, x):
+        """The id dict for `x`: a dict is kept; texts go through the preprocessor."""
+        if x is None or isinstance(x, dict):
+            return x
+        if self.preprocessor is None:
+            raise ValueError(f"{type(self).__name__} was built without a preprocessor, so it takes the id dict "
+                             "(token_ids, segment_ids, padding_mask); build it with preprocessor=... (or "
+                             "from_checkpoint) to pass raw strings.")
+        if _is_tf_dataset(x):
+            return x.map(self._ids_of_element)
+        return {k: v.numpy() for k, v in self.preprocessor(x).items()}
+
+    def _ids_of_element(self, *element):
+        """A dataset element: texts, (texts, y) or (texts, y, sample_weight); texts a string
+        tensor, a (first, second) tuple of them, or an id dict."""
+        if all(getattr(e, "dtype", None) == "string" for e in element):  # texts only: one text or a pair
+            return self.preprocessor(element[0] if len(element) == 1 else tuple(element))
+        features, *rest = element
+        if not isinstance(features, dict):
+            features = self.preprocessor(tuple(features) if isinstance(features, (tuple, list)) else features)
+        return (features, *rest)
+
+    def _validation(self, data):
+        if isinstance(data, tuple) and not _is_tf_dataset(data[0]):
+            return (self._ids(data[0]), *data[1:])
+        return self._ids(data)
+
+    def __call__(self, inputs, *args, **kwargs):
+        return super().__call__(self._ids(inputs) if not isinstance(inputs, keras.KerasTensor) else inputs,
+                                *args, **kwargs)
+
+    def predict(self, x, *args, **kwargs):
+        return super().predict(self._ids(x), *args, **kwargs)
+
+    def predict_on_batch(self, x):
+        return super().predict_on_batch(self._ids(x))
+
+    def fit(self, x=None, y=None, *args, **kwargs):
+        if kwargs.get("validation_data") is not None:
+            kwargs["validation_data"] = self._validation(kwargs["validation_data"])
+        return super().fit(self._ids(x), y, *args, **kwargs)
+
+    def evaluate(self, x=None, y=None, *args, **kwargs):
+        if kwargs.get("_use_cached_eval_dataset"):
+            return super().evaluate(x, y, *args, **kwargs)
+        return super().evaluate(self._ids(x), y, *args, **kwargs)
+
+    def train_on_batch(self, x, *args, **kwargs):
+        return super().train_on_batch(self._ids(x), *args, **kwargs)
+
+    def test_on_batch(self, x, *args, **kwargs):
+        return super().test_on_batch(self._ids(x), *args, **kwargs)
+
+    def compile_from_config(self, config):
+        # Keras skips this for models with their own compile(); ours takes the same arguments.
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    # --- config --------------------------------------------------------------------------------
+    def _base_config(self):
+        return {"name": self.name, "encoder": keras.saving.serialize_keras_object(self.encoder),
+                "preprocessor": (keras.saving.serialize_keras_object(self.preprocessor)
+                                 if self.preprocessor is not None else None),
+                "trainable_blocks": self.trainable_blocks}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("preprocessor"), dict):
+            import keras_bert_lib.text  # noqa: F401  registers BertPreprocessor (TensorFlow-only) for the loader
+        for key in ("encoder", "preprocessor"):
+            if isinstance(config.get(key), dict):
+                config[key] = keras.saving.deserialize_keras_object(config[key])
+        return cls(**config)

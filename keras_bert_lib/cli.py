@@ -1,6 +1,8 @@
 """`keras-bert`: the command line over keras_bert_lib.
 
     keras-bert summary bert_base [--batch 1] [--length 128] [--dtype float32]
+    keras-bert pretrain [--corpus FILE ...] [--steps N] ...
+    keras-bert finetune classify|embed|rerank --checkpoint DIR --train FILE --validation FILE ...
 
 `summary` builds a preset, prints its layer table and parameter count, and times one compiled
 forward pass. This module is the command line, so it writes to standard output.
@@ -80,20 +82,39 @@ def main(argv=None) -> int:
     from keras_bert_lib.runs.pretrain import PretrainConfig
 
     _add_config_flags(pretrain, PretrainConfig)
+    finetune = commands.add_parser(
+        "finetune", help="fine-tune a checkpoint: classify texts or pairs, embed (dual encoder), rerank",
+        description="Fine-tunes a checkpoint folder (Google TF1 or HuggingFace, with its vocab.txt) on labelled "
+                    "CSV/TSV/JSONL files or a TFDS data set, with BERT's defaults. Writes model.keras (raw "
+                    "strings in), a HuggingFace export, report.json and curves.png. Killed, the same command "
+                    "resumes; a finished run is not trained again without --overwrite.")
+    finetune.add_argument("task", choices=["classify", "embed", "rerank"],
+                          help="classify: labelled texts or pairs (TextClassifier); embed: (anchor, positive) pairs, "
+                               "in-batch negatives (SentenceEmbedder); rerank: labelled (query, passage) pairs "
+                               "(CrossEncoder)")
+    from keras_bert_lib.runs.finetune import FinetuneConfig
+
+    _add_config_flags(finetune, FinetuneConfig, skip=("task",))
     args = parser.parse_args(argv)
-    return _summary(args) if args.command == "summary" else _pretrain(args)
+    if args.command == "summary":
+        return _summary(args)
+    return _pretrain(args) if args.command == "pretrain" else _finetune(args)
 
 
-def _add_config_flags(parser, config_class):
+def _add_config_flags(parser, config_class, skip=()):
     """One flag per config field, with its help, default and choices; absent unless given."""
     parser.add_argument("--config", metavar="FILE", help="a JSON file of config fields; flags override it")
     for field in dataclasses.fields(config_class):
+        if field.name in skip:
+            continue
         flag = "--" + field.name.replace("_", "-")
         default = field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
         choices = field.metadata.get("choices")
         text = field.metadata.get("help", "") + f" (default: {json.dumps(default)})"
         if field.name == "corpus":
             parser.add_argument(flag, nargs="+", metavar="FILE", default=argparse.SUPPRESS, help=text)
+        elif field.name == "tfds_splits":
+            parser.add_argument(flag, nargs=2, metavar=("TRAIN", "VALIDATION"), default=argparse.SUPPRESS, help=text)
         elif field.name == "phases":
             parser.add_argument(flag, type=json.loads, metavar="JSON", default=argparse.SUPPRESS, help=text + \
                                 '; e.g. \'[{"steps": 900}, {"max_seq_length": 512, "steps": 100}]\'')
@@ -103,7 +124,8 @@ def _add_config_flags(parser, config_class):
             kinds = getattr(field.type, "__args__", (field.type,))
             kind = next((t for t in kinds if t is not type(None)), str)
             optional = type(None) in kinds
-            convert = (lambda k: lambda value: None if value.lower() == "none" else k(value))(kind) if optional else kind
+            base = _boolean if kind is bool else kind
+            convert = (lambda k: lambda value: None if value.lower() == "none" else k(value))(base) if optional else base
             shown = None if choices is None else [c if c is not None else "none" for c in choices]
             if shown:
                 text = f"{text}; one of {', '.join(map(str, shown))}"
@@ -111,27 +133,56 @@ def _add_config_flags(parser, config_class):
                                 metavar=kind.__name__.upper())
 
 
-def _pretrain(args):
-    import logging
+def _boolean(value):
+    if value.lower() not in ("true", "false"):
+        raise argparse.ArgumentTypeError(f"{value!r} is not true, false or none")
+    return value.lower() == "true"
 
-    from keras_bert_lib.runs import PretrainConfig, run_pretraining
+
+def _run(args, config_class, run, command):
+    """(config, report) of a run from the flags and --config, or (None, exit code) on a bad setting."""
+    import logging
 
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     values = {}
     if args.config:
         with open(args.config, encoding="utf-8") as f:
             values.update(json.load(f))
-    values.update({f.name: getattr(args, f.name) for f in dataclasses.fields(PretrainConfig) if hasattr(args, f.name)})
+    values.update({f.name: getattr(args, f.name) for f in dataclasses.fields(config_class) if hasattr(args, f.name)})
     try:
-        config = PretrainConfig(**values)
-        print("PretrainConfig:", config.to_json())
-        report = run_pretraining(config)
+        config = config_class(**values)
+        print(f"{config_class.__name__}:", config.to_json())
+        return config, run(config)
     except (ValueError, TypeError) as e:  # a bad setting or file, found before training
-        print(f"keras-bert pretrain: {e}", file=sys.stderr)
-        return 2
+        print(f"keras-bert {command}: {e}", file=sys.stderr)
+        return None, 2
     except FloatingPointError as e:
         print(f"stopped: {e}", file=sys.stderr)
-        return 3
+        return None, 3
+
+
+def _finetune(args):
+    from keras_bert_lib.runs import FinetuneConfig, run_finetuning
+
+    config, report = _run(args, FinetuneConfig, run_finetuning, "finetune")
+    if config is None:
+        return report
+    print(f"\nheld-out ({report['validation_examples']} examples after {report['steps']} steps):")
+    for name, value in report["held_out"].items():
+        print(f"  {name} {value:.3f}")
+    for name, value in report["baselines"].items():
+        print(f"  baseline, {name}: {value:.3f}")
+    print(f"model: {config.output_dir}/model.keras   curves: {config.output_dir}/curves.png   "
+          f"report: {config.output_dir}/report.json")
+    return 0
+
+
+def _pretrain(args):
+    from keras_bert_lib.runs import PretrainConfig, run_pretraining
+
+    config, report = _run(args, PretrainConfig, run_pretraining, "pretrain")
+    if config is None:
+        return report
     held, base = report["held_out"], report["baselines"]
     print(f"\nheld-out ({report['eval_instances']} instances after {report['steps']} steps):")
     print(f"  MLM accuracy {held['mlm_logits_accuracy']:.3f}  (most-frequent-token baseline "

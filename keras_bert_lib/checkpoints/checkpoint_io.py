@@ -206,13 +206,15 @@ def assign_weights(weights, rows, checkpoint, known=(), skip=()):
         weights[path].assign(value.astype(weights[path].dtype))
 
 
-def write_checkpoint(weights, config, path, format="hf", task=None, with_heads=False):
+def write_checkpoint(weights, config, path, format="hf", task=None, with_heads=False, class_names=None):
     """Writes `weights` ({our path: array}) as a HuggingFace or Google TF1 checkpoint folder.
 
     `format="hf"`: `model.safetensors` + `config.json`; `format="tf1"`: Google's variable names
     in a V2 checkpoint with `bert_config.json` / `albert_config.json`. `with_heads` writes the
-    pre-training heads too (and HF's *ForPreTraining / *ForMaskedLM names). The files are
-    written to a temporary folder and then moved into `path`, so a failure leaves what was there.
+    pre-training heads too (and HF's *ForPreTraining / *ForMaskedLM names). `class_names` (a
+    list, one per output) writes a pooler classifier's `classifier/dense` weights as HF's
+    `*ForSequenceClassification` (BERT and ALBERT) with `id2label`. The files are written to a
+    temporary folder and then moved into `path`, so a failure leaves what was there.
 
     Example:
         ```python
@@ -228,11 +230,14 @@ def write_checkpoint(weights, config, path, format="hf", task=None, with_heads=F
     model_type = config.hf_model_type
     if format == "tf1" and model_type not in ("bert", "albert"):
         raise ValueError(f"Google's TF1 format holds BERT and ALBERT only; this is a {model_type} shape.")
+    if class_names is not None and (format != "hf" or model_type not in maps.HF_CLASSIFIER_ARCHITECTURE):
+        raise ValueError(f"A classifier is written as HuggingFace's BertForSequenceClassification or "
+                         f"AlbertForSequenceClassification only (format='hf'); this is {format!r}, {model_type}.")
     encoder_rows, head_rows = name_rows(format, model_type, config, task)
-    if format == "hf" and with_heads:
+    if format == "hf" and (with_heads or class_names is not None):
         prefix = maps.HF_PREFIX[model_type]
         encoder_rows = [(o, prefix + t, layout) for o, t, layout in encoder_rows]
-    rows = encoder_rows + (head_rows if with_heads else [])
+    rows = encoder_rows + (head_rows if with_heads else []) + (maps.HF_CLASSIFIER if class_names is not None else [])
     unmapped = set(weights) - {o for o, _, _ in rows}
     if unmapped:
         raise ValueError(f"{format} has no name for the weights {sorted(unmapped)}.")
@@ -254,7 +259,13 @@ def write_checkpoint(weights, config, path, format="hf", task=None, with_heads=F
         else:
             plain, with_task, mlm_only = maps.HF_ARCHITECTURE[model_type]
             architecture = plain if not with_heads else (with_task if task else mlm_only)
-            huggingface.write(tensors, config, staging, architecture)
+            extra = None
+            if class_names is not None:
+                architecture = maps.HF_CLASSIFIER_ARCHITECTURE[model_type]
+                labels = {i: str(name) for i, name in enumerate(class_names)}
+                extra = {"id2label": labels, "label2id": {n: i for i, n in labels.items()},
+                         "num_labels": len(labels)}
+            huggingface.write(tensors, config, staging, architecture, extra)
         os.makedirs(path, exist_ok=True)
         for name in os.listdir(staging):
             os.replace(os.path.join(staging, name), os.path.join(path, name))

@@ -50,13 +50,15 @@ def read(config_file, weights_file):
     return config, raw["model_type"], tensors
 
 
-def write(tensors, config, folder, architecture):
-    """Writes `tensors` ({HF name: array}) as model.safetensors with config.json into `folder`."""
+def write(tensors, config, folder, architecture, extra_config=None):
+    """Writes `tensors` ({HF name: array}) as model.safetensors with config.json into `folder`;
+    `extra_config` adds fields (a classifier's `id2label`, …)."""
     from safetensors.numpy import save_file
 
     save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()},
               os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
     data = json.loads(config.to_hf_json())
     data["architectures"] = [architecture]
+    data.update(extra_config or {})
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(data, f, indent=2, sort_keys=True)

@@ -208,6 +208,14 @@ HF_TIED_OR_BUFFERS = {
 # Fine-tuning heads of *ForSequenceClassification, *ForTokenClassification and
 # *ForQuestionAnswering checkpoints: left out with a warning, like Google's above.
 HF_TASK_HEADS = (r"^classifier\.", r"^pre_classifier\.", r"^qa_outputs\.")
+# The sequence-classification head of BertForSequenceClassification and AlbertForSequenceClassification:
+# dropout and one dense layer on the pooler, outside the model prefix. (RoBERTa's and DistilBERT's
+# heads are two layers on the first token: another function.)
+HF_CLASSIFIER = [
+    ("classifier/dense/kernel", "classifier.weight", TRANSPOSE),
+    ("classifier/dense/bias", "classifier.bias", KEEP),
+]
+HF_CLASSIFIER_ARCHITECTURE = {"bert": "BertForSequenceClassification", "albert": "AlbertForSequenceClassification"}
 HF_ARCHITECTURE = {  # (encoder only, with heads and a sentence task, with an MLM head only)
     "bert": ("BertModel", "BertForPreTraining", "BertForMaskedLM"),
     "albert": ("AlbertModel", "AlbertForPreTraining", "AlbertForMaskedLM"),

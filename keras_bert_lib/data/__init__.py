@@ -1,9 +1,11 @@
-"""tf.data pipelines for pre-training: documents → instances (NSP/SOP) → masking → batches."""
+"""tf.data pipelines for pre-training (documents → instances (NSP/SOP) → masking → batches) and the
+readers of fine-tuning data (CSV, TSV, JSONL, TFDS)."""
 
 from keras_bert_lib.backend_check import require_tensorflow_backend
 
 require_tensorflow_backend("data")
 
+from keras_bert_lib.data.finetune_readers import Examples, label_classes, read_examples, read_tfds
 from keras_bert_lib.data.masking import mask_tokens
 from keras_bert_lib.data.pretraining_datasets import PretrainingData, build_pretraining_datasets
 from keras_bert_lib.data.pretraining_instances import (
@@ -20,6 +22,6 @@ from keras_bert_lib.data.tfrecords import (
     write_pretraining_tfrecords,
 )
 
-__all__ = ["Instance", "PretrainingData", "build_pretraining_datasets", "check_tfrecords", "create_instances",
+__all__ = ["Examples", "Instance", "label_classes", "read_examples", "read_tfds", "PretrainingData", "build_pretraining_datasets", "check_tfrecords", "create_instances",
            "google_feature_spec", "mask_tokens", "pack_instances", "read_documents", "read_pretraining_tfrecords",
            "tokenize_documents", "write_pretraining_tfrecords"]

@@ -88,18 +88,21 @@ def build_from_checkpoint(checkpoint, with_heads=False, overrides=None, expected
 
 
 def save_checkpoint(model, path, format="hf"):
-    """Writes an encoder or pretrainer as a HuggingFace or Google TF1 checkpoint, config beside it.
+    """Writes an encoder, a pretrainer or a task model as a HuggingFace or Google TF1 checkpoint.
 
     `format="hf"`: `model.safetensors` + `config.json` (BertModel/AlbertModel/DistilBertModel/
     RobertaModel names, or *ForPreTraining / *ForMaskedLM names for a `BertPretrainer`); the tied
-    MLM decoder matrix is not stored, as transformers 5 does. `format="tf1"`: Google's variable
-    names in a V2 checkpoint (`bert_model.ckpt`, or ALBERT's `model.ckpt-best`) with
-    `bert_config.json` / `albert_config.json`; Google's code computes "gelu" with tanh, so an
-    exact-erf model is refused there. The files are written to a temporary folder first and then
-    moved into `path`, so a failure leaves what was there untouched.
+    MLM decoder matrix is not stored, as transformers 5 does. A `TextClassifier` on the [CLS]
+    pooler, or a `CrossEncoder`, of a BERT or ALBERT encoder is written as
+    `BertForSequenceClassification` / `AlbertForSequenceClassification` with its `id2label` (one
+    output for a cross-encoder, as sentence-transformers' CrossEncoder); a `SentenceEmbedder` as
+    its encoder. `format="tf1"`: Google's variable names in a V2 checkpoint (`bert_model.ckpt`, or
+    ALBERT's `model.ckpt-best`) with `bert_config.json` / `albert_config.json`; Google's code
+    computes "gelu" with tanh, so an exact-erf model is refused there. The files are written to a
+    temporary folder first and then moved into `path`, so a failure leaves what was there untouched.
 
     Args:
-        model: a `BertEncoder` or `BertPretrainer`.
+        model: a `BertEncoder`, `BertPretrainer`, `TextClassifier`, `CrossEncoder` or `SentenceEmbedder`.
         path: the folder to write (created if missing).
         format: "hf" or "tf1".
     Example:
@@ -112,9 +115,15 @@ def save_checkpoint(model, path, format="hf"):
         ```
     """
     pretrainer = model if isinstance(model, BertPretrainer) else None
-    encoder = pretrainer.encoder if pretrainer else model
+    class_names = None
+    if hasattr(model, "checkpoint_class_names"):  # a task model (models/task_model.py)
+        class_names = model.checkpoint_class_names()
+        encoder = model.encoder
+    else:
+        encoder = pretrainer.encoder if pretrainer else model
     if not isinstance(encoder, BertEncoder):
-        raise ValueError(f"save_checkpoint takes a BertEncoder or BertPretrainer, not {type(model).__name__}.")
-    weights = {w.path: np.asarray(w) for w in model.weights}
+        raise ValueError(f"save_checkpoint takes a BertEncoder, BertPretrainer or task model, not {type(model).__name__}.")
+    weights = {w.path: np.asarray(w) for w in (model.weights if pretrainer or class_names else encoder.weights)}
     write_checkpoint(weights, encoder.config, path, format,
-                     task=pretrainer.sentence_task if pretrainer else None, with_heads=pretrainer is not None)
+                     task=pretrainer.sentence_task if pretrainer else None, with_heads=pretrainer is not None,
+                     class_names=class_names)

@@ -39,7 +39,7 @@ class CrossEncoder(TaskModel):
     def __init__(self, encoder, preprocessor=None, dropout=0.1, trainable_blocks=None, **kwargs):
         dtype = encoder.dtype_policy
         # === Layers ===
-        head = ClassificationHead(1, dropout, encoder.config.initializer_range, name="scorer", dtype=dtype)
+        head = ClassificationHead(1, dropout, encoder.config.initializer_range, name="classifier", dtype=dtype)
         # === Functional graph ===
         inputs = self._encoder_inputs()
         encoded = encoder(inputs)
@@ -68,6 +68,12 @@ class CrossEncoder(TaskModel):
         scores = 1 / (1 + np.exp(-np.asarray(logits, np.float64)))
         order = np.argsort(-scores, kind="stable")[:top_k]
         return [{"index": int(i), "passage": passages[i], "score": float(scores[i])} for i in order]
+
+    def checkpoint_class_names(self):
+        if not self.encoder.config.with_pooler:
+            raise ValueError("HuggingFace's *ForSequenceClassification reads the [CLS] pooler, which this "
+                             "encoder lacks: save the cross-encoder as .keras.")
+        return ["LABEL_0"]
 
     def get_config(self):
         return {**self._base_config(), "dropout": self.dropout}

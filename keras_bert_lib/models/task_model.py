@@ -145,6 +145,11 @@ class TaskModel(ChecksInputs, keras.Model):
     def test_on_batch(self, x, *args, **kwargs):
         return super().test_on_batch(self._ids(x), *args, **kwargs)
 
+    def checkpoint_class_names(self):
+        """The labels `save_checkpoint` writes as HF `*ForSequenceClassification`'s `id2label`, or
+        None where only the encoder is written (a sentence embedder)."""
+        return None
+
     def compile_from_config(self, config):
         # Keras skips this for models with their own compile(); ours takes the same arguments.
         self.compile(**keras.saving.deserialize_keras_object(config))

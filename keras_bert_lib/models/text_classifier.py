@@ -89,6 +89,13 @@ class TextClassifier(TaskModel):
         predicted = np.argmax(self.predict(x, batch_size=batch_size, verbose=0), axis=-1)
         return [self.class_names[i] for i in predicted] if self.class_names else predicted
 
+    def checkpoint_class_names(self):
+        if self.pooling != "cls" or not self.encoder.config.with_pooler:
+            raise ValueError("HuggingFace's *ForSequenceClassification reads the [CLS] pooler; this classifier "
+                             f"pools by {self.pooling!r}{'' if self.encoder.config.with_pooler else ' (no pooler)'}, "
+                             "so it has no HuggingFace equivalent: save it as .keras, or its encoder alone.")
+        return self.class_names or [f"LABEL_{i}" for i in range(self.num_classes)]
+
     def get_config(self):
         return {**self._base_config(), "num_classes": self.num_classes, "dropout": self.dropout,
                 "pooling": self.pooling, "class_names": self.class_names}

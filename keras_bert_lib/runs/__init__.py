@@ -4,6 +4,7 @@ from keras_bert_lib.backend_check import require_tensorflow_backend
 
 require_tensorflow_backend("runs")
 
+from keras_bert_lib.runs.finetune import FinetuneConfig, run_finetuning  # noqa: E402
 from keras_bert_lib.runs.pretrain import PretrainConfig, run_pretraining  # noqa: E402
 
-__all__ = ["PretrainConfig", "run_pretraining"]
+__all__ = ["FinetuneConfig", "PretrainConfig", "run_finetuning", "run_pretraining"]

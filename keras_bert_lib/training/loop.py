@@ -81,9 +81,9 @@ class LoopConfig:
             if allowed is not None and getattr(self, field.name) not in allowed:
                 raise ValueError(f"{field.name}={getattr(self, field.name)!r} is not one of {tuple(allowed)}.")
         for name in ("steps", "steps_per_epoch", "checkpoint_every", "keep_checkpoints"):
-            if getattr(self, name) < 1:
+            if getattr(self, name) is not None and getattr(self, name) < 1:  # None: a run derives it from its data
                 raise ValueError(f"{name}={getattr(self, name)} must be at least 1.")
-        if self.steps % self.steps_per_epoch:
+        if self.steps and self.steps_per_epoch and self.steps % self.steps_per_epoch:
             raise ValueError(f"steps={self.steps} is not a multiple of steps_per_epoch={self.steps_per_epoch}; "
                              "change one so that the run ends where the learning-rate schedule does.")
 

@@ -152,12 +152,13 @@ def run_finetuning(config: FinetuneConfig):
     train_set, validation = _examples(config)
     preprocessor = load_preprocessor(config.checkpoint, sequence_length=config.max_seq_length,
                                      lowercase=config.lowercase)
-    finished = prepare_output_dir(config)
-    if finished is not None:
-        return finished
     if len(train_set) < config.batch_size:
         raise ValueError(f"{train_set.source} has {len(train_set)} examples, fewer than one batch of "
                          f"{config.batch_size}; lower --batch-size.")
+    task = _TASKS[config.task](config, train_set, validation, preprocessor)  # checks the labels
+    finished = prepare_output_dir(config)
+    if finished is not None:
+        return finished
     per_epoch = len(train_set) // config.batch_size
     steps = config.steps or config.epochs * per_epoch
     loop = dataclasses.replace(config, steps=steps, steps_per_epoch=config.steps_per_epoch or per_epoch,
@@ -166,7 +167,6 @@ def run_finetuning(config: FinetuneConfig):
     import keras
 
     keras.utils.set_random_seed(config.seed)
-    task = _TASKS[config.task](config, train_set, validation, preprocessor)
     model, _ = train(loop, task.build, task.train_data, task.held_out, baselines=task.curve_baselines)
     report = {"held_out": task.evaluate(model), "baselines": task.baselines, "steps": steps,
               "train_examples": len(train_set), "validation_examples": len(validation)}

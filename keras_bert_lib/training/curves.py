@@ -57,7 +57,8 @@ def plot_curves(history, path, baselines=None, steps_per_epoch=1):
     left.set(title="loss", xlabel=xlabel)
     right.set(title="accuracy", xlabel=xlabel, ylim=(0, 1))
     for ax in (left, right):
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

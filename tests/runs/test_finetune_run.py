@@ -161,3 +161,30 @@ def test_minilm_fine_tuned_on_400_snippets_beats_the_majority_class_by_10_points
                  "--learning-rate", "3e-4", "--no-jit-compile"]) == 0
     report = json.loads((out / "report.json").read_text())
     assert report["held_out"]["accuracy"] >= report["baselines"]["majority class"] + 0.10, report
+
+
+def test_help_gives_every_flag_its_default(capsys, monkeypatch):
+    import dataclasses
+
+    from keras_bert_lib.runs import FinetuneConfig
+
+    monkeypatch.setenv("COLUMNS", "200")
+    with pytest.raises(SystemExit):
+        main(["finetune", "--help"])
+    stdout = capsys.readouterr().out
+    for field in dataclasses.fields(FinetuneConfig):
+        if field.name != "task":
+            line = next(li for li in stdout.splitlines() if li.strip().startswith("--" + field.name.replace("_", "-")))
+            assert "(default: " in stdout.split(line, 1)[1].split("\n  --", 1)[0] + line, field.name
+    assert "{classify,embed,rerank}" in stdout and "one of cls, mean" in stdout
+
+
+def test_optional_booleans_and_numbers_parse_true_false_and_none(capsys, tmp_path):
+    argv = ["finetune", "classify", "--checkpoint", "/no/such", "--train", "a.csv", "--validation", "b.csv",
+            "--output-dir", str(tmp_path / "run")]
+    assert main([*argv, "--lowercase", "false", "--trainable-blocks", "none"]) == 2  # no such checkpoint
+    config = json.loads(capsys.readouterr().out.split("FinetuneConfig:", 1)[1])
+    assert config["lowercase"] is False and config["trainable_blocks"] is None
+    with pytest.raises(SystemExit):
+        main([*argv, "--lowercase", "maybe"])
+    assert "'maybe' is not true, false or none" in capsys.readouterr().err

@@ -43,25 +43,27 @@ def _matching(pairs, seed):
 
 
 def test_a_pair_classifier_learns_whether_an_answer_answers_the_question():
-    """400 training pairs (200 questions), one epoch, the top 3 blocks: 0.68 held out (measured;
-    the whole encoder 0.70 in twice the time) against 0.50 for chance."""
+    """320 training pairs (160 questions), one epoch, the top 3 blocks, length 40: 0.673 held out
+    (measured; 200 questions at length 48: 0.683, the whole encoder 0.70 in twice the time)
+    against 0.50 for chance."""
     train, held_out = _split()
-    x, y = _matching(train[:200], seed=1)
+    x, y = _matching(train[:160], seed=1)
     held_x, held_y = _matching(held_out, seed=2)
-    classifier = TextClassifier.from_checkpoint(gt.get_model_path(), 2, sequence_length=48, pooling="mean",
+    classifier = TextClassifier.from_checkpoint(gt.get_model_path(), 2, sequence_length=40, pooling="mean",
                                                 trainable_blocks=3)
     _compile(classifier, len(y), 16, 3e-4)
     classifier.fit(x, y, batch_size=16, epochs=1, verbose=0)
     accuracy = np.mean(np.argmax(classifier.predict(held_x, verbose=0), -1) == held_y)
+    print(f"pair accuracy {accuracy:.3f}")
     assert accuracy >= 0.62, accuracy
 
 
 def test_a_dual_encoder_trained_with_in_batch_negatives_retrieves_better():
     """MiniLM's [CLS] state (it was trained for mean pooling, so this starts weak): held-out
-    questions retrieve their answer among 150; one epoch over 320 pairs, the top 2 blocks, takes
-    recall@1 from 0.35 to 0.51 (measured; the whole encoder on 599 pairs: 0.57)."""
+    questions retrieve their answer among 150; one epoch over 256 pairs, the top 2 blocks, takes
+    recall@1 from 0.353 to 0.527 (measured; 320 pairs: 0.507; the whole encoder on 599: 0.567)."""
     train, held_out = _split()
-    train = train[:320]
+    train = train[:256]
     path = gt.get_model_path()
     embedder = SentenceEmbedder(load_checkpoint(path), preprocessor=load_preprocessor(path, sequence_length=24),
                                 pooling="cls", trainable_blocks=2)
@@ -71,5 +73,6 @@ def test_a_dual_encoder_trained_with_in_batch_negatives_retrieves_better():
     _compile(embedder, len(train), 32, 3e-4)
     embedder.fit(([p["question"] for p in train], [p["answer"] for p in train]), batch_size=32, epochs=1, verbose=0)
     after = retrieval_metrics(embedder, questions, answers)
+    print(f"recall@1 {before['recall@1']:.3f} -> {after['recall@1']:.3f}")
     assert after["recall@1"] >= before["recall@1"] + 0.10, (before, after)
     assert after["mrr@10"] > before["mrr@10"]

@@ -81,10 +81,16 @@ def test_a_validation_label_the_training_file_lacks_is_named():
 
 
 def test_tfds_glue_texts_pairs_and_label_names_under_mock_data():
+    """Read directly and as a run reads `--tfds` (its train and validation splits)."""
     import tensorflow_datasets as tfds
+
+    from keras_bert_lib.runs.finetune import FinetuneConfig, _examples
 
     with tfds.testing.mock_data(num_examples=5):
         sst2, mrpc = read_tfds("glue/sst2", "train"), read_tfds("glue/mrpc", "validation")
+        train, validation = _examples(FinetuneConfig(checkpoint="unused", tfds="glue/mrpc"))
+    assert (train.source, validation.source) == ("tfds:glue/mrpc[train]", "tfds:glue/mrpc[validation]")
+    assert len(train.pairs) == len(validation.pairs) == 5
     assert len(sst2) == 5 and sst2.pairs is None and set(sst2.labels) <= {"negative", "positive"}
     assert len(mrpc) == 5 and len(mrpc.pairs) == 5 and set(mrpc.labels) <= {"not_equivalent", "equivalent"}
     assert all(isinstance(t, str) for t in sst2.texts + mrpc.pairs)

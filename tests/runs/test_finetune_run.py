@@ -138,17 +138,6 @@ def test_embed_and_rerank_runs_report_retrieval_and_ranking_numbers(checkpoint, 
     assert report["baselines"]["mrr@10 in the file's order"] == 1.0  # the file lists each relevant passage first
 
 
-def test_tfds_data_sets_run_under_mock_data(checkpoint, tmp_path):
-    import tensorflow_datasets as tfds
-
-    with tfds.testing.mock_data(num_examples=8):
-        assert main(["finetune", "classify", "--checkpoint", str(checkpoint), "--tfds", "glue/mrpc",
-                     "--output-dir", str(tmp_path / "run"), "--max-seq-length", "16", "--batch-size", "4",
-                     "--epochs", "1", "--no-jit-compile"]) == 0
-    report = json.loads((tmp_path / "run" / "report.json").read_text())
-    assert report["train_examples"] == 8 and set(report["held_out"]) >= {"accuracy", "f1", "matthews"}
-
-
 @pytest.mark.xdist_group("minilm_classify")
 def test_minilm_fine_tuned_on_400_snippets_beats_the_majority_class_by_10_points(tmp_path):
     """The product path end to end on real text: all-MiniLM-L6-v2's top 3 blocks with mean pooling

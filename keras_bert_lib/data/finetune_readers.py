@@ -187,5 +187,8 @@ def read_tfds(name, split, data_dir=None):
         if second:
             pairs.append(example[second].decode("utf-8"))
         label = example["label"]
+        if names and not 0 <= int(label) < len(names):  # GLUE's test splits: label -1, no answers
+            raise ValueError(f"TFDS {name}[{split}] has no labels (label {int(label)}); use a split with labels, "
+                             "e.g. --tfds-splits train validation.")
         labels.append(names[int(label)] if names else float(label))
     return Examples(f"tfds:{name}[{split}]", texts, pairs, labels, list(range(1, len(texts) + 1)))

@@ -156,14 +156,15 @@ def run_finetuning(config: FinetuneConfig):
         raise ValueError(f"{train_set.source} has {len(train_set)} examples, fewer than one batch of "
                          f"{config.batch_size}; lower --batch-size.")
     task = _TASKS[config.task](config, train_set, validation, preprocessor)  # checks the labels
-    finished = prepare_output_dir(config)
-    if finished is not None:
-        return finished
     per_epoch = len(train_set) // config.batch_size
     steps = config.steps or config.epochs * per_epoch
+    # Resolved before anything is written: a steps_per_epoch that does not divide the steps fails here.
     loop = dataclasses.replace(config, steps=steps, steps_per_epoch=config.steps_per_epoch or per_epoch,
                                warmup_steps=(config.warmup_steps if config.warmup_steps is not None
                                              else int(config.warmup_fraction * steps)))
+    finished = prepare_output_dir(config)
+    if finished is not None:
+        return finished
     import keras
 
     keras.utils.set_random_seed(config.seed)

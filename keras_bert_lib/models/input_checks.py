@@ -90,6 +90,8 @@ class ChecksInputs:
     `fit` and `train_on_batch` also build the optimizer's slots before the first step is traced:
     on TensorFlow without a strategy Keras builds them inside that trace, and the new variables
     make TensorFlow trace the whole step twice (10 of the 20 s of MiniLM's first step here).
+    And a `.keras` file of a compiled model loads compiled, with its optimizer's state: Keras skips
+    `compile_from_config` for models that define their own `compile`, as ours do.
 
     Example:
         ```python
@@ -121,6 +123,11 @@ class ChecksInputs:
         if keras.backend.backend() == "tensorflow" and self.built and optimizer is not None and not optimizer.built:
             with self.distribute_strategy.scope():
                 optimizer.build(self.trainable_variables)
+
+    def compile_from_config(self, config):
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
 
     def __call__(self, inputs, *args, **kwargs):
         self._check(inputs)

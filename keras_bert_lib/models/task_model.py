@@ -170,12 +170,6 @@ class TaskModel(ChecksInputs, keras.Model):
         None where only the encoder is written (a sentence embedder)."""
         return None
 
-    def compile_from_config(self, config):
-        # Keras skips this for models with their own compile(); ours takes the same arguments.
-        self.compile(**keras.saving.deserialize_keras_object(config))
-        if self.built:
-            self.optimizer.build(self.trainable_variables)
-
     # --- config --------------------------------------------------------------------------------
     def _base_config(self):
         return {"name": self.name, "encoder": keras.saving.serialize_keras_object(self.encoder),

@@ -45,3 +45,25 @@ def test_sentence_task_without_a_pooler_is_refused():
     with pytest.raises(ValueError, match="no pooler .* pass sentence_task=None"):
         BertPretrainer(kb.distilbert_base(num_hidden_layers=1))
     assert set(BertPretrainer(kb.distilbert_base(num_hidden_layers=1), sentence_task=None).output) == {"mlm_logits"}
+
+
+def test_a_compiled_pretrainer_loads_compiled_with_its_optimizer_state(tmp_path):
+    import warnings
+
+    import keras
+    pretrainer = BertPretrainer(kb.bert_tiny(num_hidden_layers=1), sentence_task="nsp")
+    pretrainer.compile(optimizer=keras.optimizers.AdamW(1e-3), jit_compile=False)
+    batch = {"token_ids": np.full((2, 8), 7, "int32"), "segment_ids": np.zeros((2, 8), "int32"),
+             "padding_mask": np.ones((2, 8), "int32"), "masked_positions": np.array([[1, 2], [3, 4]], "int32")}
+    pretrainer.train_on_batch(batch, {"mlm_logits": np.ones((2, 2), "int32"), "nsp_logits": np.zeros(2, "int32")},
+                              sample_weight={"mlm_logits": np.ones((2, 2), "float32"), "nsp_logits": np.ones(2, "float32")})
+    pretrainer.save(tmp_path / "p.keras")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loaded = keras.saving.load_model(tmp_path / "p.keras", safe_mode=True)
+    assert loaded.compiled and loaded.optimizer.iterations.numpy() == 1
+    slots = [v.numpy() for v in pretrainer.optimizer.variables]
+    np.testing.assert_array_equal(np.concatenate([s.ravel() for s in slots]),
+                                  np.concatenate([v.numpy().ravel() for v in loaded.optimizer.variables]))
+    assert not [w for w in caught if "compile" in str(w.message) or "optimizer" in str(w.message)], \
+        [str(w.message) for w in caught]

@@ -15,7 +15,8 @@ FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".jso
 
 @dataclasses.dataclass(frozen=True)
 class Examples:
-    """Texts, their second texts for pairs (or None), labels (or None), and where each came from.
+    """Texts, their second texts for pairs (or None), labels (or None), where each came from, and
+for a dual encoder's (anchor, positive, hard negative) triples the negatives (or None).
 
     Example:
         ```python
@@ -29,6 +30,7 @@ class Examples:
     pairs: list | None
     labels: list | None
     lines: list  # the line of each example in its file (1-based; a CSV's header is line 1)
+    negatives: list | None = None
 
     def __len__(self):
         return len(self.texts)
@@ -66,7 +68,7 @@ def _rows(path):
 
 
 def read_examples(path, text_column="text", text_pair_column="text_pair", label_column="label", pairs=None,
-                  labelled=True):
+                  labelled=True, negative_column=None):
     """Reads labelled texts, or text pairs, from a CSV, TSV or JSONL file.
 
     Args:
@@ -76,6 +78,8 @@ def read_examples(path, text_column="text", text_pair_column="text_pair", label_
         pairs: None to read pairs when the file has `text_pair_column`; True to require them;
             False to refuse a file that has them (a model that takes one text).
         labelled: require `label_column`.
+        negative_column: None, or the column of a hard negative for each pair (read into
+            `Examples.negatives`).
     Returns:
         `Examples`.
     Raises:
@@ -95,8 +99,10 @@ def read_examples(path, text_column="text", text_pair_column="text_pair", label_
     if not os.path.isfile(path):
         raise ValueError(f"No such file: {path}")
     rows, columns = _rows(path)
-    flags = {text_column: "--text-column", text_pair_column: "--text-pair-column", label_column: "--label-column"}
-    needed = [text_column] + ([label_column] if labelled else []) + ([text_pair_column] if pairs else [])
+    flags = {text_column: "--text-column", text_pair_column: "--text-pair-column", label_column: "--label-column",
+             negative_column: "--negative-column"}
+    optional = [negative_column] if negative_column else []
+    needed = [text_column] + ([label_column] if labelled else []) + ([text_pair_column] if pairs else []) + optional
     for name in needed:
         if name not in columns:
             raise ValueError(f"{path} has no column {name!r} (its columns: {', '.join(map(repr, columns)) or 'none'}); "
@@ -109,8 +115,9 @@ def read_examples(path, text_column="text", text_pair_column="text_pair", label_
         raise ValueError(f"{path} holds no examples (no rows under its header); fill it, or point to another file.")
     use_pairs = has_pairs if pairs is None else pairs
     texts, second, labels, lines = [], [] if use_pairs else None, [] if labelled else None, []
+    negatives = [] if negative_column else None
     for line, row in rows:
-        wanted = [text_column] + ([text_pair_column] if use_pairs else []) + ([label_column] if labelled else [])
+        wanted = [text_column] + ([text_pair_column] if use_pairs else []) + ([label_column] if labelled else []) + optional
         for name in wanted:
             value = row.get(name)
             if value is None or (isinstance(value, str) and not value.strip()):
@@ -120,8 +127,10 @@ def read_examples(path, text_column="text", text_pair_column="text_pair", label_
             second.append(str(row[text_pair_column]))
         if labelled:
             labels.append(row[label_column] if not isinstance(row[label_column], str) else row[label_column].strip())
+        if negative_column:
+            negatives.append(str(row[negative_column]))
         lines.append(line)
-    return Examples(path, texts, second, labels, lines)
+    return Examples(path, texts, second, labels, lines, negatives)
 
 
 def label_classes(train, *others):

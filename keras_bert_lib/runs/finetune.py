@@ -52,6 +52,8 @@ class FinetuneConfig(LoopConfig):
     text_pair_column: str = option("text_pair", "column of the second text of a pair (embed: the positive; "
                                                 "rerank: the passage); classify reads pairs when the file has it")
     label_column: str = option("label", "column of the label (rerank: 1 relevant, 0 not)")
+    negative_column: str | None = option(None, "embed: column of a hard negative for each training pair, "
+                                               "scored next to the in-batch negatives; 'none': in-batch only")
     max_seq_length: int = option(128, "tokens per text or pair, [CLS] and [SEP]s included")
     lowercase: bool | None = option(None, "lower-case the text; 'none': as the checkpoint's files say")
     batch_size: int = option(32, "examples per step")
@@ -93,7 +95,11 @@ def _examples(config):
     columns = dict(text_column=config.text_column, text_pair_column=config.text_pair_column,
                    label_column=config.label_column)
     pairs = {"classify": None, "embed": True, "rerank": True}[config.task]
-    train_set = read_examples(config.train, **columns, pairs=pairs, labelled=config.task != "embed")
+    if config.negative_column and config.task != "embed":
+        raise ValueError("--negative-column is for embed runs (hard negatives of a dual encoder); "
+                         f"a {config.task} run takes labelled rows instead.")
+    train_set = read_examples(config.train, **columns, pairs=pairs, labelled=config.task != "embed",
+                              negative_column=config.negative_column)
     validation = read_examples(config.validation, **columns, pairs=train_set.pairs is not None,
                                labelled=config.task != "embed")
     return train_set, validation
@@ -119,16 +125,17 @@ def _dataset(features, labels, preprocessor, batch_size, training, seed):
 
 
 def _pair_batches(examples, preprocessor, batch_size, training, seed):
-    """Full batches of (anchor, positive) pairs, each side tokenized, stacked for InBatchNegativesLoss
-    (every other positive of the batch is a negative)."""
-    data = tf.data.Dataset.from_tensor_slices((examples.texts, examples.pairs))
+    """Full batches of (anchor, positive[, hard negative]) rows, each column tokenized, stacked for
+    InBatchNegativesLoss (every other positive of the batch, and every hard negative, is a negative)."""
+    columns = (examples.texts, examples.pairs) + ((examples.negatives,) if examples.negatives and training else ())
+    data = tf.data.Dataset.from_tensor_slices(columns)
     if training:
         data = data.shuffle(len(examples), seed=seed).repeat()
 
     @tf.autograph.experimental.do_not_convert
-    def stack(anchors, positives):
-        a, p = preprocessor(anchors), preprocessor(positives)
-        return {k: tf.concat([a[k], p[k]], 0) for k in a}, tf.zeros((tf.shape(anchors)[0], 2))
+    def stack(*texts):
+        parts = [preprocessor(t) for t in texts]
+        return {k: tf.concat([p[k] for p in parts], 0) for k in parts[0]}, tf.zeros((tf.shape(texts[0])[0], len(texts)))
 
     data = data.batch(batch_size, drop_remainder=True)
     return data.map(stack, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

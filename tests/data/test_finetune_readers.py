@@ -40,6 +40,19 @@ def test_each_format_reads_texts_pairs_labels_and_lines(tmp_path, suffix):
     assert single.pairs is None and len(single) == 2
 
 
+def test_a_hard_negative_column_is_read_when_named_and_refused_by_name_when_missing(tmp_path):
+    rows = [{"text": "what is ai?", "text_pair": "machines that think", "negative": "a kind of fruit"}]
+    path = _write(tmp_path / "triples.jsonl", rows, ("text", "text_pair", "negative"))
+    examples = read_examples(path, pairs=True, labelled=False, negative_column="negative")
+    assert examples.negatives == ["a kind of fruit"] and examples.pairs == ["machines that think"]
+    assert read_examples(path, pairs=True, labelled=False).negatives is None
+    with pytest.raises(ValueError, match=r"no column 'hard' .*name the right one with --negative-column"):
+        read_examples(path, pairs=True, labelled=False, negative_column="hard")
+    (tmp_path / "hole.csv").write_text("text,text_pair,negative\nq,a,\n")
+    with pytest.raises(ValueError, match=r"hole.csv, line 2: the 'negative' column is empty"):
+        read_examples(tmp_path / "hole.csv", pairs=True, labelled=False, negative_column="negative")
+
+
 def test_the_committed_movie_reviews_read_with_their_counts():
     train = read_examples(os.path.join(HERE, "movie_reviews", "train.csv"))
     validation = read_examples(os.path.join(HERE, "movie_reviews", "validation.csv"))

@@ -118,16 +118,19 @@ def test_bad_input_fails_before_anything_is_written(checkpoint, tmp_path, capsys
 
 def test_embed_and_rerank_runs_report_retrieval_and_ranking_numbers(checkpoint, tmp_path):
     pairs = [json.loads(line) for line in open(os.path.join(DATA, "qa_pairs.jsonl"), encoding="utf-8")][:96]
-    rows = [{"text": p["question"], "text_pair": p["answer"]} for p in pairs]
+    # A hard negative for each pair: the answer of the next question (read from the training file only).
+    rows = [{"text": p["question"], "text_pair": p["answer"], "negative": pairs[(i + 1) % 96]["answer"]}
+            for i, p in enumerate(pairs)]
     for name, part in (("train", rows[:64]), ("validation", rows[64:])):
         (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in part))
-        negatives = [{**r, "text_pair": part[(i + 1) % len(part)]["text_pair"], "label": 0} for i, r in enumerate(part)]
+        negatives = [{**r, "text_pair": r["negative"], "label": 0} for r in part]
         (tmp_path / f"{name}_ranked.jsonl").write_text(
             "".join(json.dumps(r) + "\n" for r in [{**r, "label": 1} for r in part] + negatives))
     common = ["--checkpoint", str(checkpoint), "--max-seq-length", "24", "--epochs", "1", "--batch-size", "16",
               "--no-jit-compile"]
     assert main(["finetune", "embed", *common, "--train", str(tmp_path / "train.jsonl"), "--validation",
-                 str(tmp_path / "validation.jsonl"), "--output-dir", str(tmp_path / "embed")]) == 0
+                 str(tmp_path / "validation.jsonl"), "--output-dir", str(tmp_path / "embed"),
+                 "--negative-column", "negative"]) == 0
     report = json.loads((tmp_path / "embed" / "report.json").read_text())
     assert set(report["held_out"]) == {"recall@1", "recall@5", "recall@10", "mrr@10"}
     assert 0 <= report["held_out"]["recall@1"] <= report["held_out"]["recall@10"] <= 1
@@ -153,6 +156,30 @@ def test_minilm_fine_tuned_on_400_snippets_beats_the_majority_class_by_10_points
     report = json.loads((out / "report.json").read_text())
     print(f"sentiment accuracy {report['held_out']['accuracy']:.3f}")
     assert report["held_out"]["accuracy"] >= report["baselines"]["majority class"] + 0.10, report
+
+
+def test_hard_negatives_go_in_each_training_batch_after_the_positives(checkpoint, tmp_path):
+    from keras_bert_lib import load_preprocessor
+    from keras_bert_lib.data import Examples
+    from keras_bert_lib.runs import FinetuneConfig, run_finetuning
+    from keras_bert_lib.runs.finetune import _pair_batches
+
+    texts = [f"question {i}" for i in range(4)]
+    examples = Examples("mine", texts, [f"answer {i}" for i in range(4)], None, [1, 2, 3, 4],
+                        negatives=[f"wrong {i}" for i in range(4)])
+    preprocessor = load_preprocessor(checkpoint, sequence_length=8)
+    features, y = next(iter(_pair_batches(examples, preprocessor, 4, training=True, seed=0)))
+    assert features["token_ids"].shape == (12, 8) and y.shape == (4, 3)
+    words = [preprocessor.tokenizer.detokenize(ids[1:3]).numpy().decode() for ids in features["token_ids"].numpy()]
+    order = [int(w.split()[-1]) for w in words[:4]]  # shuffled, and every column in the same order
+    assert words == [f"question {i}" for i in order] + [f"answer {i}" for i in order] + [f"wrong {i}" for i in order]
+    held_out, _ = next(iter(_pair_batches(examples, preprocessor, 4, training=False, seed=0)))
+    assert held_out["token_ids"].shape == (8, 8)  # evaluation retrieves answers; negatives are for training
+    with pytest.raises(ValueError, match="--negative-column is for embed runs"):
+        run_finetuning(FinetuneConfig(task="classify", checkpoint=str(checkpoint), train=REVIEWS["train"],
+                                      validation=REVIEWS["validation"], negative_column="negative",
+                                      output_dir=str(tmp_path / "never")))
+    assert not (tmp_path / "never").exists()
 
 
 def test_help_gives_every_flag_its_default(capsys, monkeypatch):

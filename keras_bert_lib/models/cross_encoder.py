@@ -4,13 +4,14 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_bert_lib.heads import ClassificationHead, Pooling
+from keras_bert_lib.heads import ClassificationHead
 from keras_bert_lib.models.task_model import TaskModel, default_optimizer
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
 class CrossEncoder(TaskModel):
-    """score = w·Dropout(pooled([CLS] query [SEP] passage [SEP])) + b: one relevance logit per pair.
+    """score = w·Dropout(pooled([CLS] query [SEP] passage [SEP])) + b: one relevance logit per pair,
+    pooled by the [CLS] pooler (BERT) or the masked mean (encoders trained for mean pooling).
 
     The query and passage attend to each other in every layer, which makes a cross-encoder more
     accurate than a dual encoder's cosine and too slow to score a whole collection: it re-ranks a
@@ -20,6 +21,7 @@ class CrossEncoder(TaskModel):
         encoder: BertEncoder.
         preprocessor: BertPreprocessor or None. With one, the model takes `(queries, passages)`.
         dropout: float. Dropout before the scoring layer.
+        pooling: "cls" or "mean", as `TextClassifier`'s.
         trainable_blocks: None, k or 0; see `set_trainable_blocks`.
     Call arguments:
         inputs: the id dict of packed pairs, or with a preprocessor a tuple `(queries, passages)`.
@@ -36,21 +38,19 @@ class CrossEncoder(TaskModel):
         Nogueira & Cho, 2019 (https://arxiv.org/abs/1901.04085)
     """
 
-    def __init__(self, encoder, preprocessor=None, dropout=0.1, trainable_blocks=None, **kwargs):
+    def __init__(self, encoder, preprocessor=None, dropout=0.1, pooling="cls", trainable_blocks=None, **kwargs):
         dtype = encoder.dtype_policy
         # === Layers ===
         head = ClassificationHead(1, dropout, encoder.config.initializer_range, name="classifier", dtype=dtype)
         # === Functional graph ===
         inputs = self._encoder_inputs()
-        encoded = encoder(inputs)
-        has_pooler = "pooled_output" in encoded
-        pooled = (encoded["pooled_output"] if has_pooler  # no pooler (DistilBERT): the [CLS] state
-                  else Pooling("cls", name="pooling", dtype=dtype)(encoded["sequence_output"]))
+        pooled, uses_pooler = self._pooled(encoder(inputs), inputs, pooling, dtype)
         super().__init__(inputs=inputs, outputs=ops.squeeze(head(pooled), -1), **kwargs)
         # === Config ===
         self.head = head
         self.dropout = dropout
-        self._finish_init(encoder, preprocessor, trainable_blocks, uses_pooler=has_pooler)
+        self.pooling = pooling
+        self._finish_init(encoder, preprocessor, trainable_blocks, uses_pooler)
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         """Binary cross-entropy on the logits and binary accuracy, unless told otherwise."""
@@ -70,10 +70,11 @@ class CrossEncoder(TaskModel):
         return [{"index": int(i), "passage": passages[i], "score": float(scores[i])} for i in order]
 
     def checkpoint_class_names(self):
-        if not self.encoder.config.with_pooler:
-            raise ValueError("HuggingFace's *ForSequenceClassification reads the [CLS] pooler, which this "
-                             "encoder lacks: save the cross-encoder as .keras.")
+        if self.pooling != "cls" or not self.encoder.config.with_pooler:
+            raise ValueError("HuggingFace's *ForSequenceClassification reads the [CLS] pooler; this cross-encoder "
+                             f"pools by {self.pooling!r}{'' if self.encoder.config.with_pooler else ' (no pooler)'}: "
+                             "save it as .keras.")
         return ["LABEL_0"]
 
     def get_config(self):
-        return {**self._base_config(), "dropout": self.dropout}
+        return {**self._base_config(), "dropout": self.dropout, "pooling": self.pooling}

@@ -4,8 +4,11 @@
 import keras
 import numpy as np
 
+from keras_bert_lib.heads import Pooling
 from keras_bert_lib.models.checkpoint_loading import load_checkpoint
 from keras_bert_lib.models.input_checks import ChecksInputs, _is_tf_dataset
+
+POOLINGS = ("cls", "mean")  # a classifier's or cross-encoder's: the [CLS] pooler, or the masked mean
 
 
 def set_trainable_blocks(encoder, trainable_blocks, pooler=True):
@@ -86,6 +89,18 @@ class TaskModel(ChecksInputs, keras.Model):
         self.trainable_blocks = trainable_blocks
         set_trainable_blocks(encoder, trainable_blocks, pooler=uses_pooler)
         self.compile()
+
+    @staticmethod
+    def _pooled(encoded, inputs, pooling, dtype):
+        """(pooled (B, H), whether it is the [CLS] pooler): the pooler for "cls" where the encoder
+        has one, else the [CLS] state (DistilBERT) or the masked mean of the last hidden states."""
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling={pooling!r} is not one of {POOLINGS}.")
+        if pooling == "cls" and "pooled_output" in encoded:
+            return encoded["pooled_output"], True
+        pooled = Pooling(pooling, name="pooling", dtype=dtype)(encoded["sequence_output"],
+                                                                padding_mask=inputs["padding_mask"])
+        return pooled, False
 
     @staticmethod
     def _encoder_inputs():

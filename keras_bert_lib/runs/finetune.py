@@ -87,6 +87,9 @@ class FinetuneConfig(LoopConfig):
 
 def _examples(config):
     """(train, validation) Examples, checked before anything is built."""
+    if config.negative_column and (config.task != "embed" or config.tfds):
+        raise ValueError("--negative-column names a column of an embed run's training file (hard negatives of "
+                         f"a dual encoder); this {config.task} run {'reads TFDS' if config.tfds else 'takes labelled rows'}.")
     if config.tfds:
         return tuple(read_tfds(config.tfds, split) for split in config.tfds_splits)
     missing = [p for p in (config.checkpoint, config.train, config.validation) if not os.path.exists(p)]
@@ -95,9 +98,6 @@ def _examples(config):
     columns = dict(text_column=config.text_column, text_pair_column=config.text_pair_column,
                    label_column=config.label_column)
     pairs = {"classify": None, "embed": True, "rerank": True}[config.task]
-    if config.negative_column and config.task != "embed":
-        raise ValueError("--negative-column is for embed runs (hard negatives of a dual encoder); "
-                         f"a {config.task} run takes labelled rows instead.")
     train_set = read_examples(config.train, **columns, pairs=pairs, labelled=config.task != "embed",
                               negative_column=config.negative_column)
     validation = read_examples(config.validation, **columns, pairs=train_set.pairs is not None,

@@ -175,10 +175,13 @@ def test_hard_negatives_go_in_each_training_batch_after_the_positives(checkpoint
     assert words == [f"question {i}" for i in order] + [f"answer {i}" for i in order] + [f"wrong {i}" for i in order]
     held_out, _ = next(iter(_pair_batches(examples, preprocessor, 4, training=False, seed=0)))
     assert held_out["token_ids"].shape == (8, 8)  # evaluation retrieves answers; negatives are for training
-    with pytest.raises(ValueError, match="--negative-column is for embed runs"):
+    with pytest.raises(ValueError, match="--negative-column names a column of an embed run.s training file"):
         run_finetuning(FinetuneConfig(task="classify", checkpoint=str(checkpoint), train=REVIEWS["train"],
                                       validation=REVIEWS["validation"], negative_column="negative",
                                       output_dir=str(tmp_path / "never")))
+    with pytest.raises(ValueError, match="this embed run reads TFDS"):
+        run_finetuning(FinetuneConfig(task="embed", checkpoint=str(checkpoint), tfds="glue/sst2",
+                                      negative_column="negative", output_dir=str(tmp_path / "never")))
     assert not (tmp_path / "never").exists()
 
 

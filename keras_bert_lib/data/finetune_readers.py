@@ -106,7 +106,7 @@ def read_examples(path, text_column="text", text_pair_column="text_pair", label_
     for name in needed:
         if name not in columns:
             raise ValueError(f"{path} has no column {name!r} (its columns: {', '.join(map(repr, columns)) or 'none'}); "
-                             f"name the right one with {flags[name]} (text_column=... in Python).")
+                             f"name the right one with {flags[name]} ({flags[name][2:].replace('-', '_')}=... in Python).")
     has_pairs = text_pair_column in columns
     if pairs is False and has_pairs:
         raise ValueError(f"{path} has a {text_pair_column!r} column, but the model takes one text: drop the "

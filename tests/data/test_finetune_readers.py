@@ -46,7 +46,8 @@ def test_a_hard_negative_column_is_read_when_named_and_refused_by_name_when_miss
     examples = read_examples(path, pairs=True, labelled=False, negative_column="negative")
     assert examples.negatives == ["a kind of fruit"] and examples.pairs == ["machines that think"]
     assert read_examples(path, pairs=True, labelled=False).negatives is None
-    with pytest.raises(ValueError, match=r"no column 'hard' .*name the right one with --negative-column"):
+    with pytest.raises(ValueError, match=r"no column 'hard' .*name the right one with --negative-column "
+                                         r"\(negative_column=\.\.\. in Python\)"):
         read_examples(path, pairs=True, labelled=False, negative_column="hard")
     (tmp_path / "hole.csv").write_text("text,text_pair,negative\nq,a,\n")
     with pytest.raises(ValueError, match=r"hole.csv, line 2: the 'negative' column is empty"):

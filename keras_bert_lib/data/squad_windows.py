@@ -3,7 +3,8 @@ the context's word pieces, the window where each token has the most context, and
 decoding of start/end logits back to a character span of the context (or no answer, SQuAD v2.0).
 
 `doc_stride` is the step between the starts of consecutive windows (run_squad.py's meaning);
-HuggingFace tokenizers' `stride` is the overlap between them instead: stride_hf = window − doc_stride.
+HuggingFace tokenizers' `stride` is the overlap between them instead: the same windows come from
+stride = (max_seq_length − question pieces − 3) − doc_stride (tested in tests/data).
 """
 
 import numpy as np

@@ -1,4 +1,5 @@
-"""Text → ids in the TensorFlow graph: WordPiece, packing, vocabularies and a built-in corpus.
+"""Text → ids in the TensorFlow graph: WordPiece, packing, vocabularies, a built-in corpus, and
+the windows of long contexts for question answering.
 
 tensorflow-text is imported only when a tokenizer is built, so the encoders, checkpoints and
 ONNX export work without it.
@@ -11,6 +12,8 @@ require_tensorflow_backend("text")
 from keras_bert_lib.text.load_preprocessor import load_preprocessor
 from keras_bert_lib.text.packer import BertPacker
 from keras_bert_lib.text.preprocessor import BertPreprocessor
+from keras_bert_lib.text.squad_features import SquadFeatures, squad_features
+from keras_bert_lib.text.squad_windows import best_span, doc_windows, max_context_window
 from keras_bert_lib.text.stdlib_corpus import build_stdlib_corpus
 from keras_bert_lib.text.vocabulary import (
     SPECIAL_TOKENS,
@@ -24,7 +27,12 @@ __all__ = [
     "BertPacker",
     "BertPreprocessor",
     "SPECIAL_TOKENS",
+    "SquadFeatures",
     "WordPieceTokenizer",
+    "best_span",
+    "doc_windows",
+    "max_context_window",
+    "squad_features",
     "build_stdlib_corpus",
     "load_preprocessor",
     "learn_vocabulary",

@@ -4,7 +4,7 @@ decoding of start/end logits back to a character span of the context (or no answ
 
 `doc_stride` is the step between the starts of consecutive windows (run_squad.py's meaning);
 HuggingFace tokenizers' `stride` is the overlap between them instead: the same windows come from
-stride = (max_seq_length − question pieces − 3) − doc_stride (tested in tests/data).
+stride = (max_seq_length − question pieces − 3) − doc_stride (tested in tests/text).
 """
 
 import numpy as np
@@ -19,7 +19,7 @@ def doc_windows(num_doc_tokens, num_query_tokens, max_seq_length=384, doc_stride
 
     Example:
         ```python
-        from keras_bert_lib.data.squad_windows import doc_windows
+        from keras_bert_lib.text.squad_windows import doc_windows
         doc_windows(1000, 10)   # [(0, 371), (128, 371), (256, 371), (384, 371), (512, 371), (640, 360)]
         ```
     """
@@ -41,7 +41,7 @@ def max_context_window(windows, position):
 
     Example:
         ```python
-        from keras_bert_lib.data.squad_windows import max_context_window
+        from keras_bert_lib.text.squad_windows import max_context_window
         max_context_window([(0, 371), (128, 371)], 300)   # 1: 172 left and 198 right there, 70 right in the first
         ```
     """
@@ -76,7 +76,7 @@ def best_span(windows, start_logits, end_logits, offsets, query_length, n_best_s
     Example:
         ```python
         import numpy as np
-        from keras_bert_lib.data.squad_windows import best_span
+        from keras_bert_lib.text.squad_windows import best_span
         logits = np.zeros((1, 8)); logits[0, 5] = 5.0   # [CLS] q q [SEP] d0 d1 d2 [SEP]: position 5 is d1
         best_span([(0, 3)], logits, logits, [(0, 5), (6, 11), (12, 14)], query_length=2)   # (6, 11, 10.0)
         ```

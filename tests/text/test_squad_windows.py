@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from keras_bert_lib.data.squad_windows import best_span, doc_windows, max_context_window
+from keras_bert_lib.text.squad_windows import best_span, doc_windows, max_context_window
 
 
 def run_squad_doc_spans(num_doc_tokens, num_query_tokens, max_seq_length, doc_stride):

@@ -6,8 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from keras_bert_lib.data import squad_features
-from keras_bert_lib.text import WordPieceTokenizer
+from keras_bert_lib.text import WordPieceTokenizer, squad_features
 
 transformers = pytest.importorskip("transformers", reason="transformers is in the [test] extra")
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_lib import BertEncoder, CrossEncoder, SentenceEmbedder, TextClassifier, bert_tiny
+from keras_bert_lib import BertEncoder, CrossEncoder, SentenceEmbedder, SpanQuestionAnswerer, TextClassifier, bert_tiny
 from keras_bert_lib.models import InBatchNegativesLoss, set_trainable_blocks
 from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer
 from tests import harness
@@ -31,6 +31,9 @@ SPECS = {
                         class_names=["a", "b", "c"], trainable_blocks=1),
     "embedder": _spec(SentenceEmbedder, (2, 16), ENCODER_WEIGHTS - 2, pooling="cls", normalize=False),
     "cross_encoder": _spec(CrossEncoder, (2,), ENCODER_WEIGHTS + 2, dropout=0.3),
+    # The pooler is unused (2 weights less), the span head adds 2.
+    "span_answerer": _spec(SpanQuestionAnswerer, {"end_logits": (2, 6), "start_logits": (2, 6)}, ENCODER_WEIGHTS,
+                           max_answer_length=5),
 }
 CASES = [(n, c) for n, s in SPECS.items() for c in harness.checks_for(s)]
 

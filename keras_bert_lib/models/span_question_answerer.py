@@ -65,12 +65,6 @@ class SpanQuestionAnswerer(TaskModel):
             metrics = {k: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")] for k in ("start_logits", "end_logits")}
         super().compile(optimizer=default_optimizer() if optimizer == "auto" else optimizer, loss=loss, metrics=metrics, **kwargs)
 
-    def _tokenizer_and_length(self):
-        if self.preprocessor is None:
-            raise ValueError("SpanQuestionAnswerer was built without a preprocessor, so it cannot window raw text; "
-                             "build it with preprocessor=... (or from_checkpoint).")
-        return self.preprocessor.tokenizer, self.preprocessor.sequence_length
-
     def features(self, questions, contexts, answers=None):
         """The packed windows of (question, context) examples, with `answers` ((text, start
         character) or None each) for training: `fit(f.inputs, f.labels)`. See `squad_features`."""

@@ -127,6 +127,14 @@ class TaskModel(ChecksInputs, keras.Model):
         return cls(load_checkpoint(path), *args, preprocessor=preprocessor, **kwargs)
 
     # --- raw strings → ids -------------------------------------------------------------------
+    def _tokenizer_and_length(self):
+        """The preprocessor's tokenizer and sequence length, for tasks that pack text themselves
+        (question-answering windows, words for tagging)."""
+        if self.preprocessor is None:
+            raise ValueError(f"{type(self).__name__} was built without a preprocessor, so it cannot read raw "
+                             "text; build it with preprocessor=... (or from_checkpoint).")
+        return self.preprocessor.tokenizer, self.preprocessor.sequence_length
+
     def _ids(self, x):
         """The id dict for `x`: a dict is kept; texts go through the preprocessor."""
         if x is None or isinstance(x, dict):

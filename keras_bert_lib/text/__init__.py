@@ -15,6 +15,7 @@ from keras_bert_lib.text.preprocessor import BertPreprocessor
 from keras_bert_lib.text.squad_features import SquadFeatures, squad_features
 from keras_bert_lib.text.squad_windows import best_span, doc_windows, max_context_window
 from keras_bert_lib.text.stdlib_corpus import build_stdlib_corpus
+from keras_bert_lib.text.token_features import TokenFeatures, token_features
 from keras_bert_lib.text.vocabulary import (
     SPECIAL_TOKENS,
     learn_vocabulary,
@@ -28,11 +29,13 @@ __all__ = [
     "BertPreprocessor",
     "SPECIAL_TOKENS",
     "SquadFeatures",
+    "TokenFeatures",
     "WordPieceTokenizer",
     "best_span",
     "doc_windows",
     "max_context_window",
     "squad_features",
+    "token_features",
     "build_stdlib_corpus",
     "load_preprocessor",
     "learn_vocabulary",

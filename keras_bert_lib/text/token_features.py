@@ -57,6 +57,9 @@ def token_features(sentences, tokenizer, sequence_length=128, tags=None, labels=
         token_features([["Sinan", "runs"]], tokenizer, 8).first_piece   # [[1, 3]]
         ```
     """
+    if isinstance(sentences, str) or any(isinstance(s, str) for s in sentences):
+        raise ValueError("sentences are lists of words, not strings: pass [text.split()] (or a model's tag(texts) "
+                         "for raw text).")
     if tags is not None:
         if labels is None:
             raise ValueError("tags= needs labels= (the tag set, in the model's order).")

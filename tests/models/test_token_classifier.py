@@ -37,6 +37,9 @@ def test_entities_come_back_with_the_texts_own_characters(tagger, monkeypatch):
     assert tagger.tag([text]) == [[("Sinan  Akın", "PER", 0, 11), ("Zürich,", "LOC", 20, 27), ("東 京.", "LOC", 33, 37)]]
     # "##an" is not a first piece: its planted B-LOC is never read
     assert tagger.predict_tags([["Sinan", "Akın"]]) == [["B-PER", "I-PER"]]
+    assert tagger.tag(text) == tagger.tag([text])[0]  # one text in, one list out
+    with pytest.raises(ValueError, match="lists of words, not strings"):
+        tagger.predict_tags(["Sinan Akın"])
 
 
 def test_a_tag_set_without_iob_gives_every_word_its_tag(monkeypatch):

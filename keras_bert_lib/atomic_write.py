@@ -5,7 +5,8 @@ import tempfile
 
 
 def atomic_write_text(path, text):
-    """Writes `text` to `path` so that readers see the old file or the whole new one, never a part.
+    """Writes `text` (str, or bytes) to `path` so that readers see the old file or the whole new
+    one, never a part.
 
     Example:
         ```python
@@ -18,7 +19,7 @@ def atomic_write_text(path, text):
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}-")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with (os.fdopen(fd, "wb") if isinstance(text, bytes) else os.fdopen(fd, "w", encoding="utf-8")) as f:
             f.write(text)
         os.replace(tmp, path)
     except BaseException:

@@ -3,6 +3,7 @@
     keras-bert summary bert_base [--batch 1] [--length 128] [--dtype float32]
     keras-bert pretrain [--corpus FILE ...] [--steps N] ...
     keras-bert finetune classify|embed|rerank|squad|ner --checkpoint DIR --train FILE --validation FILE ...
+    keras-bert distill --teacher RUN_DIR --train FILE --validation FILE ...
 
 `summary` builds a preset, prints its layer table and parameter count, and times one compiled
 forward pass. This module is the command line, so it writes to standard output.
@@ -98,10 +99,21 @@ def main(argv=None) -> int:
     from keras_bert_lib.runs.finetune import FinetuneConfig
 
     _add_config_flags(finetune, FinetuneConfig, skip=("task",))
+    distill = commands.add_parser(
+        "distill", help="distil a fine-tuned classifier into a shallower student on its soft targets",
+        description="Builds a student from chosen layers of a fine-tuned classifier (a `finetune classify` run), "
+                    "labels the training texts with the teacher's logits (labels in the file are optional) and "
+                    "trains the student on them: KL divergence at temperature T times T^2, mixed with "
+                    "cross-entropy where a text has a label (DistilBERT). Writes what finetune writes; the "
+                    "report sets the student's held-out numbers beside the teacher's. Killed, the same command "
+                    "resumes.")
+    from keras_bert_lib.runs.distill import DistillConfig
+
+    _add_config_flags(distill, DistillConfig)
     args = parser.parse_args(argv)
     if args.command == "summary":
         return _summary(args)
-    return _pretrain(args) if args.command == "pretrain" else _finetune(args)
+    return {"pretrain": _pretrain, "finetune": _finetune, "distill": _distill}[args.command](args)
 
 
 def _add_config_flags(parser, config_class, skip=()):
@@ -116,6 +128,8 @@ def _add_config_flags(parser, config_class, skip=()):
         text = field.metadata.get("help", "") + f" (default: {json.dumps(default)})"
         if field.name == "corpus":
             parser.add_argument(flag, nargs="+", metavar="FILE", default=argparse.SUPPRESS, help=text)
+        elif field.name == "student_layers":
+            parser.add_argument(flag, nargs="+", type=int, metavar="LAYER", default=argparse.SUPPRESS, help=text)
         elif field.name == "tfds_splits":
             parser.add_argument(flag, nargs=2, metavar=("TRAIN", "VALIDATION"), default=argparse.SUPPRESS, help=text)
         elif field.name == "phases":
@@ -175,6 +189,23 @@ def _finetune(args):
         print(f"  {name} {_number(value)}")
     for name, value in report["baselines"].items():
         print(f"  baseline, {name}: {_number(value)}")
+    print(f"model: {config.output_dir}/model.keras   curves: {config.output_dir}/curves.png   "
+          f"report: {config.output_dir}/report.json")
+    return 0
+
+
+def _distill(args):
+    from keras_bert_lib.runs import DistillConfig, run_distillation
+
+    config, report = _run(args, DistillConfig, run_distillation, "distill")
+    if config is None:
+        return report
+    print(f"\nheld-out ({report['validation_examples']} examples after {report['steps']} steps), student "
+          f"(layers {report['student_layers']} of {report['teacher_layers']}) against teacher:")
+    for name, value in report["held_out"].items():
+        print(f"  {name} {_number(value)}  (teacher {_number(report['teacher'][name])})")
+    print(f"  student / teacher accuracy {report['student / teacher accuracy']:.3f}; parameters "
+          f"{report['parameters']['student']:,} against {report['parameters']['teacher']:,}")
     print(f"model: {config.output_dir}/model.keras   curves: {config.output_dir}/curves.png   "
           f"report: {config.output_dir}/report.json")
     return 0

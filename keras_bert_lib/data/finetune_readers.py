@@ -77,7 +77,9 @@ def read_examples(path, text_column="text", text_pair_column="text_pair", label_
         text_column, text_pair_column, label_column: column names.
         pairs: None to read pairs when the file has `text_pair_column`; True to require them;
             False to refuse a file that has them (a model that takes one text).
-        labelled: require `label_column`.
+        labelled: True to require `label_column`; None to read it where the file has one, an
+            empty cell giving the label None (texts for distillation, labelled or not); False to
+            ignore it.
         negative_column: None, or the column of a hard negative for each pair (read into
             `Examples.negatives`).
     Returns:
@@ -114,7 +116,8 @@ def read_examples(path, text_column="text", text_pair_column="text_pair", label_
     if not rows:
         raise ValueError(f"{path} holds no examples (no rows under its header); fill it, or point to another file.")
     use_pairs = has_pairs if pairs is None else pairs
-    texts, second, labels, lines = [], [] if use_pairs else None, [] if labelled else None, []
+    some_labels = labelled is None and label_column in columns
+    texts, second, labels, lines = [], [] if use_pairs else None, [] if labelled or some_labels else None, []
     negatives = [] if negative_column else None
     for line, row in rows:
         wanted = [text_column] + ([text_pair_column] if use_pairs else []) + ([label_column] if labelled else []) + optional
@@ -127,6 +130,10 @@ def read_examples(path, text_column="text", text_pair_column="text_pair", label_
             second.append(str(row[text_pair_column]))
         if labelled:
             labels.append(row[label_column] if not isinstance(row[label_column], str) else row[label_column].strip())
+        elif some_labels:
+            value = row.get(label_column)
+            labels.append(None if value is None or str(value).strip() == "" else
+                          value.strip() if isinstance(value, str) else value)
         if negative_column:
             negatives.append(str(row[negative_column]))
         lines.append(line)

@@ -49,7 +49,42 @@ class DistillationLoss(keras.losses.Loss):
         return {**super().get_config(), "temperature": self.temperature, "alpha": self.alpha}
 
 
-def distillation_targets(teacher, x, labels=None, batch_size=32):
+@keras.saving.register_keras_serializable(package="keras_bert_lib")
+class LabelledAccuracy(keras.metrics.Metric):
+    """Accuracy against the hard labels of distillation targets (`distillation_targets`' last
+    column), counting only the rows that have one (label ≥ 0).
+
+    Example:
+        ```python
+        import numpy as np
+        from keras_bert_lib.models.distillation import LabelledAccuracy
+        metric = LabelledAccuracy()
+        metric.update_state(np.array([[2.0, -1.0, 0], [0.5, 0.5, -1]]), np.array([[1.0, 0.0], [0.0, 1.0]]))
+        float(metric.result())   # 1.0: one labelled row, right
+        ```
+    """
+
+    def __init__(self, name="accuracy", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.correct = self.add_variable((), initializer="zeros", name="correct")
+        self.count = self.add_variable((), initializer="zeros", name="count")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        label = ops.cast(y_true[:, -1], "int32")
+        labelled = ops.cast(label >= 0, "float32")
+        right = ops.cast(ops.equal(ops.argmax(y_pred, axis=-1), label), "float32") * labelled
+        self.correct.assign_add(ops.sum(right))
+        self.count.assign_add(ops.sum(labelled))
+
+    def result(self):
+        return ops.divide_no_nan(self.correct, self.count)
+
+    def reset_state(self):
+        self.correct.assign(0.0)
+        self.count.assign(0.0)
+
+
+def distillation_targets(teacher, x, labels=None, batch_size=32, verbose=0):
     """(B, C + 1) targets for `DistillationLoss`: the teacher's logits on `x` (any input the
     teacher's `predict` takes: raw texts, pairs, the id dict) and each hard label, -1 for none.
 
@@ -62,7 +97,7 @@ def distillation_targets(teacher, x, labels=None, batch_size=32):
         distillation_targets(teacher, {k: __import__("numpy").array(v) for k, v in ids.items()})   # (1, 3)
         ```
     """
-    logits = np.asarray(teacher.predict(x, batch_size=batch_size, verbose=0), np.float32)
+    logits = np.asarray(teacher.predict(x, batch_size=batch_size, verbose=verbose), np.float32)
     if labels is None:
         labels = np.full(len(logits), -1)
     labels = np.asarray([-1 if label is None else label for label in labels], np.float32)

@@ -4,7 +4,8 @@ from keras_bert_lib.backend_check import require_tensorflow_backend
 
 require_tensorflow_backend("runs")
 
+from keras_bert_lib.runs.distill import DistillConfig, run_distillation  # noqa: E402
 from keras_bert_lib.runs.finetune import FinetuneConfig, run_finetuning  # noqa: E402
 from keras_bert_lib.runs.pretrain import PretrainConfig, run_pretraining  # noqa: E402
 
-__all__ = ["FinetuneConfig", "PretrainConfig", "run_finetuning", "run_pretraining"]
+__all__ = ["DistillConfig", "FinetuneConfig", "PretrainConfig", "run_distillation", "run_finetuning", "run_pretraining"]

@@ -32,7 +32,48 @@ TASKS = ("classify", "embed", "rerank", "squad", "ner")
 
 
 @dataclasses.dataclass(frozen=True)
-class FinetuneConfig(LoopConfig):
+class EpochConfig(LoopConfig):
+    """The settings of a run over a labelled file, counted in epochs (fine-tuning, distillation):
+    BERT's defaults, the steps derived from the data unless given.
+
+    Example:
+        ```python
+        from keras_bert_lib.runs.finetune import EpochConfig
+        config = EpochConfig(epochs=2, batch_size=16)
+        ```
+    """
+
+    batch_size: int = option(32, "examples per step")
+    epochs: int = option(3, "passes over the training data")
+    warmup_fraction: float = option(0.1, "share of the steps with linear warm-up")
+    dropout: float = option(0.1, "dropout before the classification head")
+    learning_rate: float = option(5e-5, "peak learning rate")
+    steps: int | None = option(None, "optimizer steps in all; 'none': epochs x the batches in the training data")
+    steps_per_epoch: int | None = option(None, "steps between backups, held-out evaluations and curve points; "
+                                               "'none': one pass over the training data")
+    warmup_steps: int | None = option(None, "steps of linear warm-up; 'none': warmup_fraction of the steps")
+    checkpoint_every: int = option(1000, "steps between kept checkpoints (output_dir/checkpoints)")
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.epochs < 1 or self.batch_size < 1 or not 0 <= self.warmup_fraction < 1:
+            raise ValueError("epochs and batch_size must be at least 1, warmup_fraction in [0, 1).")
+
+    def resolved(self, size, source):
+        """The config with steps, steps_per_epoch and warmup_steps worked out for `size` training
+        examples (checked: at least one batch; steps_per_epoch must divide the steps)."""
+        if size < self.batch_size:
+            raise ValueError(f"{source} gives {size} training rows, fewer than one batch of {self.batch_size}; "
+                             "lower --batch-size.")
+        per_epoch = size // self.batch_size
+        steps = self.steps or self.epochs * per_epoch
+        return dataclasses.replace(self, steps=steps, steps_per_epoch=self.steps_per_epoch or per_epoch,
+                                   warmup_steps=(self.warmup_steps if self.warmup_steps is not None
+                                                 else int(self.warmup_fraction * steps)))
+
+
+@dataclasses.dataclass(frozen=True)
+class FinetuneConfig(EpochConfig):
     """Everything a fine-tuning run reads; saved as `config.json`. BERT's defaults.
 
     Example:
@@ -70,22 +111,12 @@ class FinetuneConfig(LoopConfig):
     word_column: int = option(0, "ner: the CoNLL column of the word")
     tag_column: int = option(-1, "ner: the CoNLL column of the tag (-1: the last)")
     lowercase: bool | None = option(None, "lower-case the text; 'none': as the checkpoint's files say")
-    batch_size: int = option(32, "examples per step")
-    epochs: int = option(3, "passes over the training data")
-    warmup_fraction: float = option(0.1, "share of the steps with linear warm-up")
     pooling: str = option("cls", "classify and rerank: the [CLS] pooler, or the mean over tokens (models "
                                  "trained for mean pooling such as all-MiniLM-L6-v2)", choices=("cls", "mean"))
     trainable_blocks: int | None = option(None, "train the whole encoder ('none'), its top k blocks (k), or "
                                                 "only the head (0)")
-    dropout: float = option(0.1, "dropout before the classification head")
     output_dir: str = option("runs/finetune", "folder for the config, checkpoints, logs, curves, report, "
                                               "model.keras and the HuggingFace export")
-    learning_rate: float = option(5e-5, "peak learning rate")
-    steps: int | None = option(None, "optimizer steps in all; 'none': epochs x the batches in the training data")
-    steps_per_epoch: int | None = option(None, "steps between backups, held-out evaluations and curve points; "
-                                               "'none': one pass over the training data")
-    warmup_steps: int | None = option(None, "steps of linear warm-up; 'none': warmup_fraction of the steps")
-    checkpoint_every: int = option(1000, "steps between kept checkpoints (output_dir/checkpoints)")
 
     def __post_init__(self):
         super().__post_init__()
@@ -95,8 +126,6 @@ class FinetuneConfig(LoopConfig):
             raise ValueError("Give the data as --train FILE --validation FILE, or as --tfds NAME, not both or neither.")
         if self.train is not None and self.validation is None:
             raise ValueError("--validation FILE is required with --train: the run reports held-out numbers.")
-        if self.epochs < 1 or self.batch_size < 1 or not 0 <= self.warmup_fraction < 1:
-            raise ValueError("epochs and batch_size must be at least 1, warmup_fraction in [0, 1).")
 
 
 def _examples(config):
@@ -185,15 +214,8 @@ def run_finetuning(config: FinetuneConfig):
     else:
         task = _TASKS[config.task](config, train_set, validation, preprocessor)  # checks the labels
         size, examples, held_out_examples = len(train_set), len(train_set), len(validation)
-    if size < config.batch_size:
-        raise ValueError(f"{config.train or config.tfds} gives {size} training rows, fewer than one batch of "
-                         f"{config.batch_size}; lower --batch-size.")
-    per_epoch = size // config.batch_size
-    steps = config.steps or config.epochs * per_epoch
     # Resolved before anything is written: a steps_per_epoch that does not divide the steps fails here.
-    loop = dataclasses.replace(config, steps=steps, steps_per_epoch=config.steps_per_epoch or per_epoch,
-                               warmup_steps=(config.warmup_steps if config.warmup_steps is not None
-                                             else int(config.warmup_fraction * steps)))
+    loop = config.resolved(size, config.train or config.tfds)
     finished = prepare_output_dir(config)
     if finished is not None:
         return finished
@@ -201,7 +223,7 @@ def run_finetuning(config: FinetuneConfig):
 
     keras.utils.set_random_seed(config.seed)
     model, _ = train(loop, task.build, task.train_data, task.held_out, baselines=task.curve_baselines)
-    report = {"held_out": task.evaluate(model), "baselines": task.baselines, "steps": steps,
+    report = {"held_out": task.evaluate(model), "baselines": task.baselines, "steps": loop.steps,
               "train_examples": examples, "validation_examples": held_out_examples}
     _save(config, model, preprocessor)
     atomic_write_text(os.path.join(config.output_dir, "report.json"), json.dumps(report, indent=2))

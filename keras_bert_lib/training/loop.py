@@ -134,14 +134,15 @@ def prepare_output_dir(config):
     return None
 
 
-def train(config, build_model, train_data, held_out, baselines=None):
+def train(config, build_model, train_data, held_out, baselines=None, loss="auto"):
     """Trains `build_model()` (called under the strategy's scope) as `config` says, resumably.
 
     The model is compiled with `create_optimizer`'s AdamW/LAMB and schedule; killed and started
     again with the same config, training continues from the last epoch's backup
     (`output_dir/backup`); a NaN or Inf loss stops it with a FloatingPointError and the earlier
     backup kept. Writes `history.csv`, TensorBoard `logs/`, `checkpoints/` and `curves.png`
-    (with `baselines`, {label: accuracy}, as grey lines).
+    (with `baselines`, {label: accuracy}, as grey lines). `loss` replaces the model's own
+    (a distillation loss, say).
 
     Returns:
         (model, held-out results {metric: value} of the final weights).
@@ -158,7 +159,8 @@ def train(config, build_model, train_data, held_out, baselines=None):
                                      config.steps, config.weight_decay, config.clipnorm,
                                      config.gradient_accumulation_steps,
                                      loss_scale=config.dtype == "mixed_float16")
-        model.compile(optimizer=optimizer, jit_compile=_jit_compile(config, strategy))
+        model.compile(optimizer=optimizer, jit_compile=_jit_compile(config, strategy),
+                      **({} if loss == "auto" else {"loss": loss}))
     mend_fit(model)
     out = config.output_dir
     backup, history_csv = os.path.join(out, "backup"), os.path.join(out, "history.csv")

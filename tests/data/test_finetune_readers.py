@@ -54,6 +54,17 @@ def test_a_hard_negative_column_is_read_when_named_and_refused_by_name_when_miss
         read_examples(tmp_path / "hole.csv", pairs=True, labelled=False, negative_column="negative")
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_optional_labels_are_read_where_given(tmp_path, suffix):
+    rows = [{"text": "good", "label": "fresh"}, {"text": "fine", "label": ""}, {"text": "dull", "label": "rotten"}]
+    some = read_examples(_write(tmp_path / f"some{suffix}", rows, ("text", "label")), labelled=None)
+    assert some.texts == ["good", "fine", "dull"] and some.labels == ["fresh", None, "rotten"]
+    assert read_examples(_write(tmp_path / f"none{suffix}", rows, ("text",)), labelled=None).labels is None
+    with pytest.raises(ValueError, match="line 2: the 'label' column is empty" if suffix == ".jsonl" else
+                       "line 3: the 'label' column is empty"):
+        read_examples(tmp_path / f"some{suffix}")  # labels required: an empty one is an error
+
+
 def test_the_committed_movie_reviews_read_with_their_counts():
     train = read_examples(os.path.join(HERE, "movie_reviews", "train.csv"))
     validation = read_examples(os.path.join(HERE, "movie_reviews", "validation.csv"))

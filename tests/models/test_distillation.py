@@ -22,6 +22,24 @@ def _reference(teacher, label, student, t, alpha):
     return (a * t * t * kl + (1 - a) * ce).mean()
 
 
+def test_labelled_accuracy_counts_only_the_rows_with_a_label():
+    from keras_bert_lib.models.distillation import LabelledAccuracy
+
+    rng = np.random.default_rng(0)
+    metric = LabelledAccuracy()
+    right = total = 0
+    for _ in range(3):
+        logits, teacher = rng.normal(size=(2, 20, 4)).astype("float32")
+        label = rng.integers(-1, 4, 20)
+        metric.update_state(np.concatenate([teacher, label[:, None]], 1).astype("float32"), logits)
+        right += np.sum((logits.argmax(-1) == label) & (label >= 0))
+        total += np.sum(label >= 0)
+    assert float(metric.result()) == pytest.approx(right / total)
+    metric.reset_state()
+    metric.update_state(np.array([[0.0, 1.0, -1.0]], "float32"), np.array([[1.0, 0.0]], "float32"))
+    assert float(metric.result()) == 0.0  # no labelled row: 0, not NaN
+
+
 @pytest.mark.parametrize("t, alpha", [(1.0, 0.5), (2.0, 0.5), (4.0, 0.9)])
 def test_the_loss_equals_its_formula_with_and_without_hard_labels(t, alpha):
     rng = np.random.default_rng(0)

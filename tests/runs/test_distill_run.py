@@ -102,3 +102,22 @@ def test_bad_input_fails_before_anything_is_written(teacher, tmp_path, capsys, c
     assert main(argv) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+def test_help_gives_every_flag_its_default_and_student_layers_parse(capsys, monkeypatch, tmp_path):
+    import dataclasses
+
+    from keras_bert_lib.runs import DistillConfig
+
+    monkeypatch.setenv("COLUMNS", "200")
+    with pytest.raises(SystemExit):
+        main(["distill", "--help"])
+    stdout = capsys.readouterr().out
+    for field in dataclasses.fields(DistillConfig):
+        flag = "--" + field.name.replace("_", "-")
+        line = next(li for li in stdout.splitlines() if li.strip().startswith(flag))
+        assert "(default: " in stdout.split(line, 1)[1].split("\n  --", 1)[0] + line, field.name
+    assert main(["distill", "--teacher", "/no/such", "--train", "a.csv", "--validation", "b.csv",
+                 "--student-layers", "0", "2", "5", "--output-dir", str(tmp_path / "run")]) == 2
+    config = json.loads(capsys.readouterr().out.split("DistillConfig:", 1)[1])
+    assert config["student_layers"] == [0, 2, 5] and config["temperature"] == 2.0 and config["alpha"] == 0.5

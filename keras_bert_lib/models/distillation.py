@@ -85,6 +85,7 @@ class LabelledAccuracy(keras.metrics.Metric):
         self.count.assign(0.0)
 
 
+@keras.saving.register_keras_serializable(package="keras_bert_lib")
 def teacher_agreement(y_true, y_pred):
     """1 where the student's class is the teacher's (the argmax of the targets' logits), else 0:
     the metric of distillation that needs no label.

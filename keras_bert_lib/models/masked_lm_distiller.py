@@ -29,7 +29,7 @@ class MaskedLMDistiller(keras.Model):
         inputs: the pretrainer's dict (`token_ids`, `segment_ids`, `padding_mask`, `masked_positions`).
     Returns:
         dict: the student's `mlm_logits` and `hidden`, the teacher's `teacher_mlm_logits` and
-        `teacher_hidden`.
+        `teacher_hidden`, all float32.
     Example:
         ```python
         import numpy as np
@@ -67,7 +67,7 @@ class MaskedLMDistiller(keras.Model):
         for prefix, model in (("", self.student), ("teacher_", self.teacher)):
             hidden = model.encoder(ids, training=training and model is self.student)["sequence_output"]
             outputs[prefix + "mlm_logits"] = model.mlm_head(hidden, inputs["masked_positions"])
-            outputs[prefix + "hidden"] = hidden
+            outputs[prefix + "hidden"] = ops.cast(hidden, "float32")
         return outputs
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):

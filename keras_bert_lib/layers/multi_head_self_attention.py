@@ -73,15 +73,18 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         for layer in (self.query, self.key, self.value, self.output_dense):
             layer.build(input_shape)
 
-    def _heads(self, x):
-        batch, length = ops.shape(x)[0], ops.shape(x)[1]
-        return ops.reshape(x, (batch, length, self.num_heads, self.head_size))  # (B, T, N, Dh)
-
     def call(self, x, padding_mask=None, attention_mask=None, training=None,
              return_attention_scores=False):
-        q = self._heads(self.query(x)) * ops.cast(1.0 / math.sqrt(self.head_size), x.dtype)
-        k = self._heads(self.key(x))  # (B, S, N, Dh)
-        v = self._heads(self.value(x))  # (B, S, N, Dh)
+        # The shape comes from the input, not from each projection: tf2onnx merges a projection's
+        # reshapes and then read a wrong shape (a batch of one failed in ONNX Runtime).
+        batch, length = ops.shape(x)[0], ops.shape(x)[1]
+
+        def heads(t):
+            return ops.reshape(t, (batch, length, self.num_heads, self.head_size))  # (B, T, N, Dh)
+
+        q = heads(self.query(x)) * ops.cast(1.0 / math.sqrt(self.head_size), x.dtype)
+        k = heads(self.key(x))  # (B, S, N, Dh)
+        v = heads(self.value(x))  # (B, S, N, Dh)
         scores = ops.einsum("btnh,bsnh->bnts", q, k)  # (B, N, T, S)
         scores = ops.cast(scores, "float32")
         bias = attention_bias(padding_mask, attention_mask)  # (B, 1, T|1, S) or None
@@ -90,7 +93,6 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
         dropped = self.dropout(probs, training=training)
         context = ops.einsum("bnts,bsnh->btnh", dropped, v)  # (B, T, N, Dh)
-        batch, length = ops.shape(x)[0], ops.shape(x)[1]
         context = ops.reshape(context, (batch, length, self.num_heads * self.head_size))  # (B, T, H)
         output = self.output_dense(context)
         return (output, probs) if return_attention_scores else output

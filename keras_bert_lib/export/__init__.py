@@ -1,0 +1,15 @@
+"""Export: a TF Serving SavedModel on raw strings and an ONNX file, each checked against Keras.
+
+TensorFlow only (the SavedModel's tokenizer is tensorflow-text's); ONNX needs the `export`
+extra (`pip install "keras-bert-lib[export]"`: tf2onnx, onnxruntime).
+"""
+
+from keras_bert_lib.backend_check import require_tensorflow_backend
+
+require_tensorflow_backend("export")
+
+from keras_bert_lib.export.onnx import export_onnx  # noqa: E402
+from keras_bert_lib.export.saved_model import export_saved_model  # noqa: E402
+from keras_bert_lib.export.signatures import ServingModule, output_names  # noqa: E402
+
+__all__ = ["ServingModule", "export_onnx", "export_saved_model", "output_names"]

@@ -1,0 +1,63 @@
+"""SavedModel for TF Serving: raw strings in, the task's named outputs out."""
+
+import os
+import shutil
+import tempfile
+
+import tensorflow as tf
+
+from keras_bert_lib.export.signatures import ServingModule
+
+
+def export_saved_model(model, base_dir, preprocessor=None, version=1, pair=None):
+    """Writes `model` as TF Serving's `base_dir/<version>/` SavedModel and returns that path.
+
+    Signatures:
+        `serving_default`: raw strings, `text` (and `text_pair` for pair tasks) of shape (B,);
+            the tokenizer and packer run in the graph (tensorflow-text's ops: a server or process
+            that loads it imports `tensorflow_text`). Texts longer than the preprocessor's
+            sequence length are truncated (round robin for pairs); invalid UTF-8 bytes are dropped.
+            Without a preprocessor it is the same as `serving_ids`.
+        `serving_ids`: int32 `token_ids`, `segment_ids`, `padding_mask` of shape (B, T).
+    Both return the task's named outputs (`export.signatures.output_names`): `probabilities` and
+    `label` for a classifier, `embeddings`, `score` (cross-encoder), `start_logits`/`end_logits`,
+    `logits`/`tag_ids`, or `sequence_output`/`pooled_output` for an encoder. Each weight is stored
+    once (Keras' own `model.export` stores every variable twice, keras-team/keras#23553); the
+    vocabulary is also written as `assets/vocab.txt` for clients. The folder appears whole or not
+    at all (written beside, then renamed), and an existing version is never overwritten.
+
+    Args:
+        model: a task model or a `BertEncoder`.
+        base_dir: str. The model's folder in TF Serving's `model_base_path`.
+        preprocessor: BertPreprocessor or None; a task model's own by default.
+        version: int. The version folder.
+        pair: bool or None. Two string inputs; None: for cross-encoders and question answerers.
+    Example:
+        ```python
+        import tempfile
+        from keras_bert_lib import bert_tiny
+        from keras_bert_lib.export import export_saved_model
+        path = export_saved_model(bert_tiny(num_hidden_layers=1), tempfile.mkdtemp())   # .../1
+        ```
+    """
+    if not isinstance(version, int) or version < 1:
+        raise ValueError(f"version={version!r}: TF Serving's versions are positive integers.")
+    target = os.path.join(os.fspath(base_dir), str(version))
+    if os.path.exists(target):
+        raise FileExistsError(f"{target} exists: TF Serving serves a version as it was written; export "
+                              f"version={version + 1} (or delete the folder).")
+    module = ServingModule(model, preprocessor, pair)
+    if module.preprocessor is not None:
+        vocab = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+        with open(vocab, "w", encoding="utf-8") as f:
+            f.write("\n".join(module.preprocessor.tokenizer.vocabulary) + "\n")
+        module.vocabulary = tf.saved_model.Asset(vocab)
+    os.makedirs(os.fspath(base_dir), exist_ok=True)
+    staging = tempfile.mkdtemp(dir=os.fspath(base_dir), prefix=f".{version}-")
+    try:
+        tf.saved_model.save(module, staging, signatures=module.signatures())
+        os.replace(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target

@@ -1,0 +1,140 @@
+"""What an exported model computes: each task's named outputs, on the id tensors and on raw strings."""
+
+import tensorflow as tf
+
+from keras_bert_lib.models import (
+    BertEncoder,
+    CrossEncoder,
+    SentenceEmbedder,
+    SpanQuestionAnswerer,
+    TextClassifier,
+    TokenClassifier,
+)
+
+ID_NAMES = ("token_ids", "segment_ids", "padding_mask")
+PAIR_TASKS = (CrossEncoder, SpanQuestionAnswerer)  # always two texts: (query, passage), (question, context)
+
+
+def output_names(model):
+    """The serving outputs of `model`, by task (the SavedModel's, TFLite's and ONNX's names).
+
+    Example:
+        ```python
+        from keras_bert_lib import bert_tiny
+        from keras_bert_lib.export.signatures import output_names
+        output_names(bert_tiny())   # ("sequence_output", "pooled_output")
+        ```
+    """
+    if isinstance(model, TextClassifier):
+        return ("score",) if model.num_classes == 1 else ("probabilities", "label")
+    if isinstance(model, SentenceEmbedder):
+        return ("embeddings",)
+    if isinstance(model, CrossEncoder):
+        return ("score",)
+    if isinstance(model, SpanQuestionAnswerer):
+        return ("start_logits", "end_logits")
+    if isinstance(model, TokenClassifier):
+        return ("logits", "tag_ids")
+    if isinstance(model, BertEncoder):
+        return ("sequence_output", "pooled_output") if model.config.with_pooler else ("sequence_output",)
+    raise ValueError(f"Export takes an encoder (BertEncoder) or a task model (TextClassifier, SentenceEmbedder, "
+                     f"CrossEncoder, SpanQuestionAnswerer, TokenClassifier), not {type(model).__name__}.")
+
+
+def task_outputs(model, ids):
+    """The named float32 (and int32 label) outputs of `model` on an id dict, in `output_names` order.
+
+    A classifier gives softmax `probabilities` (B, C) and the `label` index (B,) (a regression, one
+    `score`); a token classifier its `logits` (B, T, C) and `tag_ids` (B, T); an encoder its
+    `sequence_output` and `pooled_output` only (not the hidden states or attention it may return).
+
+    Example:
+        ```python
+        import numpy as np
+        from keras_bert_lib import bert_tiny
+        from keras_bert_lib.export.signatures import task_outputs
+        ids = {k: np.ones((1, 4), "int32") for k in ("token_ids", "padding_mask")}
+        out = task_outputs(bert_tiny(), {**ids, "segment_ids": np.zeros((1, 4), "int32")})
+        ```
+    """
+    names = output_names(model)  # refuses what it cannot export before any tracing
+    out = model(ids, training=False)
+    if isinstance(model, TextClassifier):
+        logits = tf.cast(out, tf.float32)
+        if names == ("score",):
+            return {"score": logits[:, 0]}
+        return {"probabilities": tf.nn.softmax(logits, axis=-1), "label": tf.argmax(logits, -1, output_type=tf.int32)}
+    if isinstance(model, TokenClassifier):
+        logits = tf.cast(out, tf.float32)
+        return {"logits": logits, "tag_ids": tf.argmax(logits, -1, output_type=tf.int32)}
+    if not isinstance(out, dict):
+        out = {names[0]: out}
+    return {name: tf.cast(out[name], tf.float32) for name in names}
+
+
+def text_input_names(model, pair=None):
+    """("text",) for one text a row, ("text", "text_pair") for two: a cross-encoder's (query,
+    passage) and a question answerer's (question, context) always, a classifier's when `pair`.
+
+    Example:
+        ```python
+        from keras_bert_lib import bert_tiny
+        from keras_bert_lib.export.signatures import text_input_names
+        text_input_names(bert_tiny(), pair=True)   # ("text", "text_pair")
+        ```
+    """
+    if pair is None:
+        pair = isinstance(model, PAIR_TASKS)
+    return ("text", "text_pair") if pair else ("text",)
+
+
+def utf8_or_replaced(texts):
+    """Strings with invalid UTF-8 bytes replaced by U+FFFD, which BERT's normaliser then drops:
+    a request with broken bytes gets a defined answer, not an op error.
+
+    Example:
+        ```python
+        import tensorflow as tf
+        from keras_bert_lib.export.signatures import utf8_or_replaced
+        utf8_or_replaced(tf.constant([b"caf\\xe9"]))   # [b"caf\\xef\\xbf\\xbd"]
+        ```
+    """
+    return tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
+
+
+class ServingModule(tf.Module):
+    """The model, its preprocessor and two `tf.function`s to serve: `ids` on `token_ids`,
+    `segment_ids`, `padding_mask` (int32, (B, T)) and, with a preprocessor, `text` on one or two
+    string tensors (B,). Each returns the task's named outputs (`task_outputs`). Tracking the model
+    once (not its variables again beside it) stores each weight once.
+
+    Example:
+        ```python
+        from keras_bert_lib import bert_tiny
+        from keras_bert_lib.export.signatures import ServingModule
+        module = ServingModule(bert_tiny())
+        signature = module.ids.get_concrete_function()
+        ```
+    """
+
+    def __init__(self, model, preprocessor=None, pair=None):
+        super().__init__(name="serving")
+        output_names(model)
+        self.model = model
+        self.preprocessor = preprocessor if preprocessor is not None else getattr(model, "preprocessor", None)
+        self.text_names = text_input_names(model, pair)
+        ids_spec = {k: tf.TensorSpec((None, None), tf.int32, name=k) for k in ID_NAMES}
+        self.ids = tf.function(lambda ids: task_outputs(model, ids), input_signature=[ids_spec])
+        if self.preprocessor is not None:
+            text_spec = {k: tf.TensorSpec((None,), tf.string, name=k) for k in self.text_names}
+            self.text = tf.function(self._text, input_signature=[text_spec])
+
+    def _text(self, texts):
+        parts = tuple(utf8_or_replaced(texts[k]) for k in self.text_names)
+        return task_outputs(self.model, self.preprocessor(parts if len(parts) == 2 else parts[0]))
+
+    def signatures(self):
+        """{"serving_default": strings (or ids without a preprocessor), "serving_ids": ids}."""
+        ids = self.ids.get_concrete_function()
+        default = self.text.get_concrete_function() if self.preprocessor is not None else ids
+        return {"serving_default": default, "serving_ids": ids}

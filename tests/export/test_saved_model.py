@@ -1,0 +1,131 @@
+"""export_saved_model: TF Serving's layout, both signatures with their names and dtypes, every task
+model served in a process that imports only tensorflow and tensorflow_text and equal to Keras,
+each weight stored once, and defined answers to bad requests."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert_lib import CrossEncoder, SentenceEmbedder, SpanQuestionAnswerer, TextClassifier, TokenClassifier
+from keras_bert_lib.export import export_saved_model
+from keras_bert_lib.export.signatures import task_outputs
+from tests import harness
+from tests.models.test_task_models import _preprocessor, _tiny
+
+TEXTS = ["good film", "what is a bot ?", "Café PLOT\tbad ."]
+SECONDS = ["good acting", "film", "a bot ."]
+
+
+def _models():
+    return {
+        "classifier": (TextClassifier(_tiny(), 3, preprocessor=_preprocessor(), class_names=["a", "b", "c"]), False),
+        "pair_classifier": (TextClassifier(_tiny(), 2, preprocessor=_preprocessor()), True),
+        "regression": (TextClassifier(_tiny(), 1, preprocessor=_preprocessor()), False),
+        "embedder": (SentenceEmbedder(_tiny(), preprocessor=_preprocessor()), False),
+        "cross_encoder": (CrossEncoder(_tiny(), preprocessor=_preprocessor()), True),
+        "span_answerer": (SpanQuestionAnswerer(_tiny(), preprocessor=_preprocessor(16)), True),
+        "token_classifier": (TokenClassifier(_tiny(), ["O", "B-X", "I-X"], preprocessor=_preprocessor()), False),
+        "encoder": (_tiny(), False),
+    }
+
+
+OUTPUTS = {"classifier": ["label", "probabilities"], "pair_classifier": ["label", "probabilities"],
+           "regression": ["score"], "embedder": ["embeddings"], "cross_encoder": ["score"],
+           "span_answerer": ["end_logits", "start_logits"], "token_classifier": ["logits", "tag_ids"],
+           "encoder": ["pooled_output", "sequence_output"]}
+
+
+def test_every_task_model_serves_strings_and_ids_in_a_process_without_the_library(tmp_path):
+    expected = {}
+    for name, (model, pair) in _models().items():
+        preprocessor = getattr(model, "preprocessor", None) or _preprocessor()
+        path = export_saved_model(model, tmp_path / name, preprocessor=preprocessor, pair=pair)
+        assert path == str(tmp_path / name / "1")
+        texts = (TEXTS, SECONDS) if pair else TEXTS
+        ids = {k: v.numpy() for k, v in preprocessor(tuple(texts) if pair else texts).items()}
+        expected[name] = {k: np.asarray(v) for k, v in task_outputs(model, ids).items()}
+        assert sorted(expected[name]) == OUTPUTS[name]
+        np.savez(tmp_path / f"{name}_ids.npz", **ids)
+    (tmp_path / "pairs.json").write_text(json.dumps({n: p for n, (_, p) in _models().items()}))
+    harness._run_fresh(f"""
+        import json, sys, numpy as np, tensorflow as tf, tensorflow_text  # tensorflow_text registers the ops
+        folder = {str(tmp_path)!r}
+        for name, pair in json.load(open(folder + "/pairs.json")).items():
+            served = tf.saved_model.load(f"{{folder}}/{{name}}/1")
+            texts = {{"text": tf.constant({TEXTS!r})}}
+            if pair:
+                texts["text_pair"] = tf.constant({SECONDS!r})
+            by_text = served.signatures["serving_default"](**texts)
+            ids = {{k: tf.constant(v) for k, v in np.load(f"{{folder}}/{{name}}_ids.npz").items()}}
+            by_ids = served.signatures["serving_ids"](**ids)
+            np.savez(f"{{folder}}/{{name}}_text.npz", **{{k: v.numpy() for k, v in by_text.items()}})
+            np.savez(f"{{folder}}/{{name}}_served_ids.npz", **{{k: v.numpy() for k, v in by_ids.items()}})
+        assert not any(m.startswith(("keras_bert_lib", "tests")) for m in sys.modules), "imported the library"
+    """)
+    for name, want in expected.items():
+        for kind in ("text", "served_ids"):
+            got = dict(np.load(tmp_path / f"{name}_{kind}.npz"))
+            assert sorted(got) == OUTPUTS[name], (name, kind)
+            for k in want:
+                np.testing.assert_allclose(got[k], want[k], atol=1e-5, rtol=0, err_msg=f"{name} {kind} {k}")
+
+
+def test_saved_model_cli_lists_both_signatures_with_their_names_and_dtypes(tmp_path):
+    model = TextClassifier(_tiny(), 2, preprocessor=_preprocessor())
+    path = export_saved_model(model, tmp_path, version=3)
+    shown = subprocess.run([os.path.join(os.path.dirname(sys.executable), "saved_model_cli"), "show", "--dir", path,
+                            "--all"], capture_output=True, text=True, timeout=300).stdout
+    default = shown[shown.index("signature_def['serving_default']"):shown.index("signature_def['serving_ids']")]
+    ids = shown[shown.index("signature_def['serving_ids']"):]
+    assert "inputs['text'] tensor_info:\n        dtype: DT_STRING\n        shape: (-1)" in default
+    assert "outputs['probabilities'] tensor_info:\n        dtype: DT_FLOAT\n        shape: (-1, 2)" in default
+    assert "outputs['label'] tensor_info:\n        dtype: DT_INT32" in default
+    for name in ("token_ids", "segment_ids", "padding_mask"):
+        assert f"inputs['{name}'] tensor_info:\n        dtype: DT_INT32\n        shape: (-1, -1)" in ids
+    assert os.listdir(os.path.join(path, "assets")) == ["vocab.txt"]
+
+
+def test_each_weight_is_stored_once(tmp_path):
+    from keras_bert_lib import bert_mini
+
+    model = TextClassifier(bert_mini(), 2)
+    path = export_saved_model(model, tmp_path)
+    stored = sum(os.path.getsize(os.path.join(path, "variables", f)) for f in os.listdir(os.path.join(path, "variables"))
+                 if f.startswith("variables.data"))
+    weights = sum(np.prod(w.shape) * 4 for w in model.weights)
+    assert stored <= 1.05 * weights, stored / weights  # Keras' model.export: 2.0
+
+
+def test_bad_requests_get_defined_answers(tmp_path):
+    model = TextClassifier(_tiny(), 2, preprocessor=_preprocessor())
+    served = tf.saved_model.load(export_saved_model(model, tmp_path)).signatures["serving_default"]
+    # Invalid UTF-8: the broken byte is dropped (as U+FFFD, which BERT's normaliser removes).
+    broken = served(text=tf.constant([b"good \xff\xfefilm", b"good film"]))["probabilities"].numpy()
+    np.testing.assert_allclose(broken[0], broken[1], atol=1e-6)
+    empty_batch = served(text=tf.constant([], tf.string))
+    assert empty_batch["probabilities"].shape == (0, 2) and empty_batch["label"].shape == (0,)
+    empty_text = served(text=tf.constant([""]))["probabilities"].numpy()
+    np.testing.assert_allclose(empty_text, tf.nn.softmax(model.predict([""], verbose=0)).numpy(), atol=1e-5)
+    # Longer than the sequence length: truncated, as the Keras model does.
+    long = ["good film " * 2000]
+    np.testing.assert_allclose(served(text=tf.constant(long))["probabilities"].numpy(),
+                               tf.nn.softmax(model.predict(long, verbose=0)).numpy(), atol=1e-5)
+
+
+def test_an_existing_version_is_never_overwritten_and_a_failed_export_leaves_nothing(tmp_path):
+    model = TextClassifier(_tiny(), 2, preprocessor=_preprocessor())
+    export_saved_model(model, tmp_path)
+    before = sorted(os.listdir(tmp_path / "1"))
+    with pytest.raises(FileExistsError, match="export version=2"):
+        export_saved_model(model, tmp_path)
+    assert sorted(os.listdir(tmp_path / "1")) == before
+    with pytest.raises(ValueError, match="not BertPretrainer"):
+        from keras_bert_lib import BertPretrainer
+
+        export_saved_model(BertPretrainer(_tiny()), tmp_path, version=2)
+    assert sorted(os.listdir(tmp_path)) == ["1"]

@@ -4,6 +4,7 @@
     keras-bert pretrain [--corpus FILE ...] [--steps N] ...
     keras-bert finetune classify|embed|rerank|squad|ner --checkpoint DIR --train FILE --validation FILE ...
     keras-bert distill --teacher RUN_DIR --train FILE --validation FILE ...
+    keras-bert export MODEL --format saved_model|onnx [--output PATH] ...
 
 `summary` builds a preset, prints its layer table and parameter count, and times one compiled
 forward pass. This module is the command line, so it writes to standard output.
@@ -110,10 +111,31 @@ def main(argv=None) -> int:
     from keras_bert_lib.runs.distill import DistillConfig
 
     _add_config_flags(distill, DistillConfig)
+    export = commands.add_parser(
+        "export", help="export a fine-tuned model (.keras or a run folder) as a SavedModel or ONNX file",
+        description="Exports a .keras task model or encoder (or a run folder's model.keras): saved_model is TF "
+                    "Serving's <output>/<version>/ with serving_default on raw strings and serving_ids on ids; "
+                    "onnx is the ids signature through tf2onnx, checked in ONNX Runtime. Prints the parity "
+                    "table against the Keras model (max difference, cosine, agreement, size, median latency).")
+    export.add_argument("model", help="a .keras file, or a run folder holding model.keras")
+    export.add_argument("--format", required=True, action="append", choices=["saved_model", "onnx"],
+                        help="what to write; repeat the flag for several (required)")
+    export.add_argument("--output", default="exported",
+                        help="folder for the artefacts: <output>/saved_model/<version>/, <output>/model.onnx "
+                             "(default: exported)")
+    export.add_argument("--version", type=int, default=1, help="the SavedModel's TF Serving version (default: 1)")
+    export.add_argument("--pair", action="store_true",
+                        help="a classifier of text pairs: two string inputs, text and text_pair (default: one; "
+                             "cross-encoders and question answerers always take two)")
+    export.add_argument("--quantize", choices=["none", "dynamic_int8"], default="none",
+                        help="ONNX weights in int8 (ONNX Runtime's dynamic quantization) (default: none)")
+    export.add_argument("--no-optimize", dest="optimize", action="store_false",
+                        help="skip ONNX Runtime's transformer optimiser (default: optimise)")
+    export.add_argument("--length", type=int, default=128, help="tokens per row of the parity batch (default: 128)")
     args = parser.parse_args(argv)
     if args.command == "summary":
         return _summary(args)
-    return {"pretrain": _pretrain, "finetune": _finetune, "distill": _distill}[args.command](args)
+    return {"pretrain": _pretrain, "finetune": _finetune, "distill": _distill, "export": _export}[args.command](args)
 
 
 def _add_config_flags(parser, config_class, skip=()):
@@ -208,6 +230,41 @@ def _distill(args):
           f"{report['parameters']['student']:,} against {report['parameters']['teacher']:,}")
     print(f"model: {config.output_dir}/model.keras   curves: {config.output_dir}/curves.png   "
           f"report: {config.output_dir}/report.json")
+    return 0
+
+
+def _export(args):
+    import keras
+
+    import keras_bert_lib  # noqa: F401  (registers the classes the file names)
+    from keras_bert_lib.export import export_onnx, export_saved_model, format_report, parity_report
+    from keras_bert_lib.export.onnx import check_batch
+
+    path = os.path.join(args.model, "model.keras") if os.path.isdir(args.model) else args.model
+    if not os.path.isfile(path):
+        print(f"keras-bert export: {path} is not a file; pass a .keras file or a run folder with model.keras.",
+              file=sys.stderr)
+        return 2
+    model = keras.saving.load_model(path, safe_mode=True, compile=False)
+    exported = {}
+    try:
+        for fmt in dict.fromkeys(args.format):
+            if fmt == "saved_model":
+                exported["saved_model"] = export_saved_model(model, os.path.join(args.output, "saved_model"),
+                                                             version=args.version, pair=args.pair or None)
+            else:
+                quantize = None if args.quantize == "none" else args.quantize
+                name = "model_int8.onnx" if quantize else "model.onnx"
+                info = export_onnx(model, os.path.join(args.output, name), optimize=args.optimize, quantize=quantize)
+                fused = ", ".join(f"{k} {v}" for k, v in info["fused"].items() if v) or "none"
+                print(f"onnx: {info['path']} in {info['seconds']:.1f} s; fused operators: {fused}")
+                exported["onnx int8" if quantize else "onnx"] = info["path"]
+    except (ValueError, FileExistsError) as e:
+        print(f"keras-bert export: {e}", file=sys.stderr)
+        return 2
+    for name, where in exported.items():
+        print(f"{name}: {where}")
+    print(format_report(parity_report(model, exported, check_batch(model, batch=8, length=args.length))))
     return 0
 
 

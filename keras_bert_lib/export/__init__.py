@@ -9,7 +9,8 @@ from keras_bert_lib.backend_check import require_tensorflow_backend
 require_tensorflow_backend("export")
 
 from keras_bert_lib.export.onnx import export_onnx  # noqa: E402
+from keras_bert_lib.export.parity import format_report, parity_report  # noqa: E402
 from keras_bert_lib.export.saved_model import export_saved_model  # noqa: E402
 from keras_bert_lib.export.signatures import ServingModule, output_names  # noqa: E402
 
-__all__ = ["ServingModule", "export_onnx", "export_saved_model", "output_names"]
+__all__ = ["ServingModule", "export_onnx", "export_saved_model", "format_report", "output_names", "parity_report"]

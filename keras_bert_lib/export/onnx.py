@@ -102,6 +102,7 @@ def check_batch(model, batch=3, length=16, seed=0):
         ```
     """
     config = getattr(model, "encoder", model).config
+    length = min(length, config.max_position_embeddings)
     rng = np.random.default_rng(seed)
     mask = np.ones((batch, length), "int32")
     mask[0, length // 2:] = 0

@@ -1,0 +1,106 @@
+"""parity_report: each exported artefact against the Keras model — difference, agreement, size, speed."""
+
+import os
+import time
+
+import numpy as np
+
+from keras_bert_lib.export.signatures import task_outputs
+
+
+def _size(path):
+    if os.path.isdir(path):
+        return sum(os.path.getsize(os.path.join(r, f)) for r, _, files in os.walk(path) for f in files)
+    return os.path.getsize(path)
+
+
+def _runner(path):
+    """A function ids → {name: array} for a SavedModel folder or an .onnx file."""
+    if os.fspath(path).endswith(".onnx"):
+        import onnxruntime as ort
+
+        session = ort.InferenceSession(os.fspath(path), providers=["CPUExecutionProvider"])
+        names, used = [o.name for o in session.get_outputs()], {i.name for i in session.get_inputs()}
+        return lambda ids: dict(zip(names, session.run(None, {k: v for k, v in ids.items() if k in used})))
+    import tensorflow as tf
+
+    loaded = tf.saved_model.load(os.fspath(path))
+    serve = loaded.signatures["serving_ids"]
+    return lambda ids: {k: v.numpy() for k, v in serve(**{k: tf.constant(v) for k, v in ids.items()}).items()}
+
+
+def _median_seconds(fn, ids, repeats):
+    fn(ids)  # warm-up: tracing, session set-up
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn(ids)
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def parity_report(model, exported, inputs, repeats=5):
+    """Compares exported artefacts with the Keras model on the same id batch.
+
+    Per artefact: the largest absolute difference over the float outputs, the cosine of all float
+    outputs flattened together, task agreement (the share of equal labels / tags / argmax of the
+    first output), the size on disk and the median latency of `repeats` calls on `inputs`.
+
+    Args:
+        model: the Keras task model or encoder that was exported.
+        exported: dict name → path (a SavedModel version folder, or an `.onnx` file).
+        inputs: the id dict (`token_ids`, `segment_ids`, `padding_mask`), numpy int32.
+    Returns:
+        list of dicts (`artefact`, `max_abs_diff`, `cosine`, `agreement`, `megabytes`, `ms`), the
+        Keras model's own row first; `format_report` prints them as a table.
+    Example:
+        ```python
+        import tempfile
+        from keras_bert_lib import bert_tiny
+        from keras_bert_lib.export import export_saved_model, parity_report
+        from keras_bert_lib.export.onnx import check_batch
+        encoder = bert_tiny(num_hidden_layers=1)
+        rows = parity_report(encoder, {"saved_model": export_saved_model(encoder, tempfile.mkdtemp())},
+                             check_batch(encoder))
+        ```
+    """
+    import tensorflow as tf
+
+    keras_fn = tf.function(lambda ids: task_outputs(model, ids))
+    want = {k: v.numpy() for k, v in keras_fn(inputs).items()}
+    keras_bytes = sum(np.prod(w.shape) * np.dtype(w.dtype).itemsize for w in model.weights)
+    rows = [{"artefact": "keras", "max_abs_diff": 0.0, "cosine": 1.0, "agreement": 1.0,
+             "megabytes": keras_bytes / 1e6,
+             "ms": 1e3 * _median_seconds(lambda ids: keras_fn(ids), inputs, repeats)}]
+    for name, path in exported.items():
+        run = _runner(path)
+        got = run(inputs)
+        floats = [k for k in want if want[k].dtype.kind == "f"]
+        a = np.concatenate([np.asarray(got[k], "float64").ravel() for k in floats])
+        b = np.concatenate([want[k].astype("float64").ravel() for k in floats])
+        labels = [k for k in want if want[k].dtype.kind in "iu"] or floats[:1]
+        key = labels[0]
+        same = (np.asarray(got[key]) == want[key]) if want[key].dtype.kind in "iu" else (
+            np.argmax(got[key], -1) == np.argmax(want[key], -1))
+        rows.append({"artefact": name, "max_abs_diff": float(np.max(np.abs(a - b))),
+                     "cosine": float(a @ b / max(np.linalg.norm(a) * np.linalg.norm(b), 1e-12)),
+                     "agreement": float(np.mean(same)), "megabytes": _size(path) / 1e6,
+                     "ms": 1e3 * _median_seconds(run, inputs, repeats)})
+    return rows
+
+
+def format_report(rows):
+    """The rows of `parity_report` as a text table.
+
+    Example:
+        ```python
+        from keras_bert_lib.export.parity import format_report
+        print(format_report([{"artefact": "keras", "max_abs_diff": 0.0, "cosine": 1.0, "agreement": 1.0,
+                              "megabytes": 17.6, "ms": 3.2}]))
+        ```
+    """
+    lines = [f"{'artefact':<22}{'max |diff|':>12}{'cosine':>10}{'agreement':>11}{'size MB':>10}{'median ms':>11}"]
+    for r in rows:
+        lines.append(f"{r['artefact']:<22}{r['max_abs_diff']:>12.2e}{r['cosine']:>10.6f}{r['agreement']:>11.3f}"
+                     f"{r['megabytes']:>10.1f}{r['ms']:>11.2f}")
+    return "\n".join(lines)

@@ -4,7 +4,7 @@
     keras-bert pretrain [--corpus FILE ...] [--steps N] ...
     keras-bert finetune classify|embed|rerank|squad|ner --checkpoint DIR --train FILE --validation FILE ...
     keras-bert distill --teacher RUN_DIR --train FILE --validation FILE ...
-    keras-bert export MODEL --format saved_model|onnx [--output PATH] ...
+    keras-bert export MODEL --format saved_model|tflite|onnx [--output PATH] ...
 
 `summary` builds a preset, prints its layer table and parameter count, and times one compiled
 forward pass. This module is the command line, so it writes to standard output.
@@ -112,23 +112,25 @@ def main(argv=None) -> int:
 
     _add_config_flags(distill, DistillConfig)
     export = commands.add_parser(
-        "export", help="export a fine-tuned model (.keras or a run folder) as a SavedModel or ONNX file",
+        "export", help="export a fine-tuned model (.keras or a run folder) as a SavedModel, TFLite or ONNX file",
         description="Exports a .keras task model or encoder (or a run folder's model.keras): saved_model is TF "
                     "Serving's <output>/<version>/ with serving_default on raw strings and serving_ids on ids; "
-                    "onnx is the ids signature through tf2onnx, checked in ONNX Runtime. Prints the parity "
+                    "tflite is the ids signature in TFLite built-in ops, checked in LiteRT; onnx is the ids signature through tf2onnx, checked in ONNX Runtime. Prints the parity "
                     "table against the Keras model (max difference, cosine, agreement, size, median latency).")
     export.add_argument("model", help="a .keras file, or a run folder holding model.keras")
-    export.add_argument("--format", required=True, action="append", choices=["saved_model", "onnx"],
+    export.add_argument("--format", required=True, action="append", choices=["saved_model", "tflite", "onnx"],
                         help="what to write; repeat the flag for several (required)")
     export.add_argument("--output", default="exported",
-                        help="folder for the artefacts: <output>/saved_model/<version>/, <output>/model.onnx "
+                        help="folder for the artefacts: <output>/saved_model/<version>/, <output>/model.tflite, "
+                             "<output>/model.onnx "
                              "(default: exported)")
     export.add_argument("--version", type=int, default=1, help="the SavedModel's TF Serving version (default: 1)")
     export.add_argument("--pair", action="store_true",
                         help="a classifier of text pairs: two string inputs, text and text_pair (default: one; "
                              "cross-encoders and question answerers always take two)")
-    export.add_argument("--quantize", choices=["none", "dynamic_int8"], default="none",
-                        help="ONNX weights in int8 (ONNX Runtime's dynamic quantization) (default: none)")
+    export.add_argument("--quantize", choices=["none", "float16", "dynamic_int8"], default="none",
+                        help="weights in int8 (ONNX Runtime's or TFLite's dynamic-range quantization) or, for "
+                             "TFLite, float16 (default: none)")
     export.add_argument("--no-optimize", dest="optimize", action="store_false",
                         help="skip ONNX Runtime's transformer optimiser (default: optimise)")
     export.add_argument("--length", type=int, default=128, help="tokens per row of the parity batch (default: 128)")
@@ -236,8 +238,8 @@ def _distill(args):
 def _export(args):
     import keras
 
-    import keras_bert_lib  # noqa: F401  (registers the classes the file names)
-    from keras_bert_lib.export import export_onnx, export_saved_model, format_report, parity_report
+    import keras_bert_lib.models  # noqa: F401  (registers the classes the file names)
+    from keras_bert_lib.export import export_onnx, export_saved_model, export_tflite, format_report, parity_report
     from keras_bert_lib.export.onnx import check_batch
 
     path = os.path.join(args.model, "model.keras") if os.path.isdir(args.model) else args.model
@@ -252,8 +254,15 @@ def _export(args):
             if fmt == "saved_model":
                 exported["saved_model"] = export_saved_model(model, os.path.join(args.output, "saved_model"),
                                                              version=args.version, pair=args.pair or None)
-            else:
+            elif fmt == "tflite":
                 quantize = None if args.quantize == "none" else args.quantize
+                name = f"model_{quantize}.tflite" if quantize else "model.tflite"
+                info = export_tflite(model, os.path.join(args.output, name), quantization=quantize)
+                exported[f"tflite {quantize}" if quantize else "tflite"] = info["path"]
+            else:
+                quantize = {"none": None, "dynamic_int8": "dynamic_int8"}.get(args.quantize)
+                if args.quantize == "float16":
+                    raise ValueError("--quantize float16 is for TFLite; ONNX takes none or dynamic_int8.")
                 name = "model_int8.onnx" if quantize else "model.onnx"
                 info = export_onnx(model, os.path.join(args.output, name), optimize=args.optimize, quantize=quantize)
                 fused = ", ".join(f"{k} {v}" for k, v in info["fused"].items() if v) or "none"

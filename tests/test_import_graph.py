@@ -19,7 +19,7 @@ RANKS = {
     "models": 4,
     "data": 5,
     "training": 6,
-    "runs": 7,
+    "runs": 7, "export": 7,
     "cli": 8,
 }
 KERAS_ONLY = ("layers", "heads", "models")

@@ -1,4 +1,5 @@
-"""Export: a TF Serving SavedModel on raw strings and an ONNX file, each checked against Keras.
+"""Export: a TF Serving SavedModel on raw strings, a TFLite file and an ONNX file, each checked
+against Keras.
 
 TensorFlow only (the SavedModel's tokenizer is tensorflow-text's); ONNX needs the `export`
 extra (`pip install "keras-bert-lib[export]"`: tf2onnx, onnxruntime).
@@ -12,5 +13,7 @@ from keras_bert_lib.export.onnx import export_onnx  # noqa: E402
 from keras_bert_lib.export.parity import format_report, parity_report  # noqa: E402
 from keras_bert_lib.export.saved_model import export_saved_model  # noqa: E402
 from keras_bert_lib.export.signatures import ServingModule, output_names  # noqa: E402
+from keras_bert_lib.export.tflite import export_tflite  # noqa: E402
 
-__all__ = ["ServingModule", "export_onnx", "export_saved_model", "format_report", "output_names", "parity_report"]
+__all__ = ["ServingModule", "export_onnx", "export_saved_model", "export_tflite", "format_report", "output_names",
+           "parity_report"]

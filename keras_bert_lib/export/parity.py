@@ -15,7 +15,13 @@ def _size(path):
 
 
 def _runner(path):
-    """A function ids → {name: array} for a SavedModel folder or an .onnx file."""
+    """A function ids → {name: array} for a SavedModel folder, a .tflite or an .onnx file."""
+    if os.fspath(path).endswith(".tflite"):
+        from keras_bert_lib.export.tflite import run_tflite
+
+        with open(path, "rb") as f:
+            flat = f.read()
+        return lambda ids: run_tflite(flat, ids)
     if os.fspath(path).endswith(".onnx"):
         import onnxruntime as ort
 
@@ -48,7 +54,7 @@ def parity_report(model, exported, inputs, repeats=5):
 
     Args:
         model: the Keras task model or encoder that was exported.
-        exported: dict name → path (a SavedModel version folder, or an `.onnx` file).
+        exported: dict name → path (a SavedModel version folder, a `.tflite` or an `.onnx` file).
         inputs: the id dict (`token_ids`, `segment_ids`, `padding_mask`), numpy int32.
     Returns:
         list of dicts (`artefact`, `max_abs_diff`, `cosine`, `agreement`, `megabytes`, `ms`), the

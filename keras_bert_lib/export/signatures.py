@@ -105,8 +105,9 @@ def utf8_or_replaced(texts):
 class ServingModule(tf.Module):
     """The model, its preprocessor and two `tf.function`s to serve: `ids` on `token_ids`,
     `segment_ids`, `padding_mask` (int32, (B, T)) and, with a preprocessor, `text` on one or two
-    string tensors (B,). Each returns the task's named outputs (`task_outputs`). Tracking the model
-    once (not its variables again beside it) stores each weight once.
+    string tensors (B,). Each returns the task's named outputs (`task_outputs`). Only the model
+    is tracked, so a SavedModel stores each weight once; `track_variables=True` also tracks the
+    underlying tf.Variables, as TFLite's converter needs (and stores them twice).
 
     Example:
         ```python
@@ -117,10 +118,14 @@ class ServingModule(tf.Module):
         ```
     """
 
-    def __init__(self, model, preprocessor=None, pair=None):
+    def __init__(self, model, preprocessor=None, pair=None, track_variables=False):
         super().__init__(name="serving")
         output_names(model)
         self.model = model
+        if track_variables:
+            # For TFLite's converter, which freezes only the tf.Variables it finds directly in the
+            # object graph; a SavedModel then stores each weight twice (Keras' export does this).
+            self.model_variables = [getattr(v, "value", v) for v in model.weights]
         self.preprocessor = preprocessor if preprocessor is not None else getattr(model, "preprocessor", None)
         self.text_names = text_input_names(model, pair)
         ids_spec = {k: tf.TensorSpec((None, None), tf.int32, name=k) for k in ID_NAMES}

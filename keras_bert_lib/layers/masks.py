@@ -19,7 +19,8 @@ def merge_masks(padding_mask=None, attention_mask=None):
     """
     mask = None
     if padding_mask is not None:
-        mask = ops.cast(padding_mask, "bool")[:, None, :]  # (B, 1, S)
+        # expand_dims, not [:, None]: TFLite's built-in StridedSlice has no new axes.
+        mask = ops.expand_dims(ops.cast(padding_mask, "bool"), 1)  # (B, 1, S)
     if attention_mask is not None:
         attention_mask = ops.cast(attention_mask, "bool")  # (B, T, S)
         mask = attention_mask if mask is None else ops.logical_and(mask, attention_mask)
@@ -41,4 +42,4 @@ def attention_bias(padding_mask=None, attention_mask=None):
     mask = merge_masks(padding_mask, attention_mask)
     if mask is None:
         return None
-    return ops.where(mask, 0.0, MASK_VALUE)[:, None, :, :]  # (B, 1, T|1, S), heads broadcast
+    return ops.expand_dims(ops.where(mask, 0.0, MASK_VALUE), 1)  # (B, 1, T|1, S), heads broadcast

@@ -17,15 +17,17 @@ def test_export_writes_both_formats_and_prints_the_parity_table(tmp_path, capsys
     run.mkdir()
     TextClassifier(_tiny(), 2, preprocessor=_preprocessor()).save(str(run / "model.keras"))
     out = tmp_path / "exported"
-    assert main(["export", str(run), "--format", "saved_model", "--format", "onnx", "--output", str(out),
+    assert main(["export", str(run), "--format", "saved_model", "--format", "tflite", "--format", "onnx",
+                 "--output", str(out),
                  "--length", "12"]) == 0
     printed = capsys.readouterr().out
     assert os.path.isfile(out / "saved_model" / "1" / "saved_model.pb") and os.path.isfile(out / "model.onnx")
+    assert os.path.isfile(out / "model.tflite")
     table = printed[printed.index("artefact"):].splitlines()
-    assert [line.split()[0] for line in table[1:]] == ["keras", "saved_model", "onnx"]
+    assert [line.split()[0] for line in table[1:]] == ["keras", "saved_model", "tflite", "onnx"]
     for line in table[2:]:
         diff, cosine, agreement = (float(v) for v in line.split()[1:4])
-        assert diff <= 1e-5 and cosine > 0.99999 and agreement == 1.0, line
+        assert diff <= 1e-4 and cosine > 0.99999 and agreement == 1.0, line
     # The same version again is refused, and nothing is lost.
     assert main(["export", str(run), "--format", "saved_model", "--output", str(out)]) == 2
     assert "export version=2" in capsys.readouterr().err

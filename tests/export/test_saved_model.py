@@ -25,7 +25,6 @@ def _models():
     return {
         "classifier": (TextClassifier(_tiny(), 3, preprocessor=_preprocessor(), class_names=["a", "b", "c"]), False),
         "pair_classifier": (TextClassifier(_tiny(), 2, preprocessor=_preprocessor()), True),
-        "embedder": (SentenceEmbedder(_tiny(), preprocessor=_preprocessor()), False),
         "cross_encoder": (CrossEncoder(_tiny(), preprocessor=_preprocessor()), True),
         "span_answerer": (SpanQuestionAnswerer(_tiny(), preprocessor=_preprocessor(16)), True),
         "token_classifier": (TokenClassifier(_tiny(), ["O", "B-X", "I-X"], preprocessor=_preprocessor()), False),
@@ -34,7 +33,7 @@ def _models():
 
 
 OUTPUTS = {"classifier": ["label", "probabilities"], "pair_classifier": ["label", "probabilities"],
-           "embedder": ["embeddings"], "cross_encoder": ["score"],
+"cross_encoder": ["score"],
            "span_answerer": ["end_logits", "start_logits"], "token_classifier": ["logits", "tag_ids"],
            "encoder": ["pooled_output", "sequence_output"]}
 
@@ -74,12 +73,16 @@ def test_every_task_model_serves_strings_and_ids_in_a_process_without_the_librar
                 np.testing.assert_allclose(got[k], want[k], atol=1e-5, rtol=0, err_msg=f"{name} {kind} {k}")
 
 
-def test_a_regression_serves_one_score_per_row():
+def test_a_regression_serves_one_score_and_an_embedder_its_embeddings_per_row():
     model = TextClassifier(_tiny(), 1, preprocessor=_preprocessor())
     ids = {k: v.numpy() for k, v in model.preprocessor(TEXTS).items()}
     out = task_outputs(model, ids)
     assert list(out) == ["score"]
     np.testing.assert_allclose(out["score"].numpy(), model.predict(ids, verbose=0)[:, 0], atol=1e-6)
+    embedder = SentenceEmbedder(_tiny(), preprocessor=_preprocessor())
+    out = task_outputs(embedder, ids)
+    assert list(out) == ["embeddings"]
+    np.testing.assert_allclose(out["embeddings"].numpy(), embedder.predict(ids, verbose=0), atol=1e-6)
 
 
 def test_saved_model_cli_lists_both_signatures_with_their_names_and_dtypes(tmp_path):

@@ -240,7 +240,7 @@ def _export(args):
 
     import keras_bert_lib.models  # noqa: F401  (registers the classes the file names)
     from keras_bert_lib.export import export_onnx, export_saved_model, export_tflite, format_report, parity_report
-    from keras_bert_lib.export.onnx import check_batch
+    from keras_bert_lib.export.signatures import check_batch
 
     path = os.path.join(args.model, "model.keras") if os.path.isdir(args.model) else args.model
     if not os.path.isfile(path):

@@ -8,7 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_lib.atomic_write import atomic_write_text
-from keras_bert_lib.export.signatures import ID_NAMES, ServingModule, output_names
+from keras_bert_lib.export.signatures import ID_NAMES, ServingModule, check_batch
 
 FUSED = ("Attention", "MultiHeadAttention", "LayerNormalization", "SkipLayerNormalization", "Gelu", "BiasGelu",
          "FastGelu", "EmbedLayerNormalization")
@@ -18,8 +18,9 @@ def export_onnx(model, path, opset=17, optimize=True, quantize=None):
     """Writes the model's ids signature as an ONNX file and returns what was made.
 
     Inputs `token_ids`, `segment_ids`, `padding_mask` (int32, dynamic batch and sequence axes;
-    an input the model does not read is left out: DistilBERT has no `segment_ids`); outputs the task's named outputs (`export.signatures.output_names`). Tokenization stays outside
-    ONNX (tf2onnx cannot convert tensorflow-text's FastWordpiece): tokenize with the library's
+    an input the model does not read is left out: DistilBERT has no `segment_ids`); outputs the
+    task's named outputs (`export.signatures.output_names`). Tokenization stays outside ONNX
+    (tf2onnx cannot convert tensorflow-text's FastWordpiece): tokenize with the library's
     preprocessor or HuggingFace `tokenizers` on the same vocab.txt. The file is written only after
     ONNX Runtime has loaded it and run it on a batch that agrees with the Keras model (max abs
     difference ≤ 1e-4), so a conversion that "succeeds" into an invalid graph is an error here.
@@ -89,28 +90,6 @@ def _optimize(plain, model, tmp):
     out = os.path.join(tmp, "optimized.onnx")
     optimized.save_model_to_file(out)
     return out, counts
-
-
-def check_batch(model, batch=3, length=16, seed=0):
-    """Random ids with right padding in one row: the batch every export is checked on.
-
-    Example:
-        ```python
-        from keras_bert_lib import bert_tiny
-        from keras_bert_lib.export.onnx import check_batch
-        feed = check_batch(bert_tiny())   # token_ids, segment_ids, padding_mask of (3, 16)
-        ```
-    """
-    config = getattr(model, "encoder", model).config
-    length = min(length, config.max_position_embeddings)
-    rng = np.random.default_rng(seed)
-    mask = np.ones((batch, length), "int32")
-    mask[0, length // 2:] = 0
-    ids = rng.integers(5, config.vocab_size, (batch, length)).astype("int32") * mask
-    segments = np.zeros((batch, length), "int32")
-    if config.type_vocab_size > 1:
-        segments[:, length // 2:] = 1
-    return {"token_ids": ids, "segment_ids": segments * mask, "padding_mask": mask}
 
 
 def check_onnx(path, feed, expected, atol=1e-4, cosine_only=False):

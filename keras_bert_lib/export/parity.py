@@ -64,7 +64,7 @@ def parity_report(model, exported, inputs, repeats=5):
         import tempfile
         from keras_bert_lib import bert_tiny
         from keras_bert_lib.export import export_saved_model, parity_report
-        from keras_bert_lib.export.onnx import check_batch
+        from keras_bert_lib.export.signatures import check_batch
         encoder = bert_tiny(num_hidden_layers=1)
         rows = parity_report(encoder, {"saved_model": export_saved_model(encoder, tempfile.mkdtemp())},
                              check_batch(encoder))

@@ -1,5 +1,6 @@
 """What an exported model computes: each task's named outputs, on the id tensors and on raw strings."""
 
+import numpy as np
 import tensorflow as tf
 
 from keras_bert_lib.models import (
@@ -100,6 +101,28 @@ def utf8_or_replaced(texts):
         ```
     """
     return tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
+
+
+def check_batch(model, batch=3, length=16, seed=0):
+    """Random ids with right padding in one row: the batch every export is checked on.
+
+    Example:
+        ```python
+        from keras_bert_lib import bert_tiny
+        from keras_bert_lib.export.signatures import check_batch
+        feed = check_batch(bert_tiny())   # token_ids, segment_ids, padding_mask of (3, 16)
+        ```
+    """
+    config = getattr(model, "encoder", model).config
+    length = min(length, config.max_position_embeddings)
+    rng = np.random.default_rng(seed)
+    mask = np.ones((batch, length), "int32")
+    mask[0, length // 2:] = 0
+    ids = rng.integers(5, config.vocab_size, (batch, length)).astype("int32") * mask
+    segments = np.zeros((batch, length), "int32")
+    if config.type_vocab_size > 1:
+        segments[:, length // 2:] = 1
+    return {"token_ids": ids, "segment_ids": segments * mask, "padding_mask": mask}
 
 
 class ServingModule(tf.Module):

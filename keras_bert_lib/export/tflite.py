@@ -7,7 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_lib.atomic_write import atomic_write_text
-from keras_bert_lib.export.onnx import check_batch
+from keras_bert_lib.export.signatures import check_batch
 from keras_bert_lib.export.signatures import ServingModule
 
 QUANTIZATIONS = (None, "float16", "dynamic_int8", "int8")

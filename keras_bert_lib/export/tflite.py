@@ -11,17 +11,17 @@ from keras_bert_lib.export.signatures import check_batch
 from keras_bert_lib.export.signatures import ServingModule
 
 QUANTIZATIONS = (None, "float16", "dynamic_int8", "int8")
-# The agreement a file must keep with the Keras model on the check batch (random ids), on every
-# float output: a gate against broken files; full int8 calibrated on random ids keeps less of the
-# sequence output than of the pooled output (measured cosines are in docs/export.md).
-MIN_COSINE = {None: None, "float16": 0.999, "dynamic_int8": 0.99, "int8": 0.9}
+# The agreement a file must keep with the Keras model on every float output. Full int8 does not
+# reach its 0.99 yet (MiniLM: 0.32; docs/export.md), so it is refused rather than written.
+MIN_COSINE = {None: None, "float16": 0.999, "dynamic_int8": 0.99, "int8": 0.99}
 
 
 def export_tflite(model, path, quantization=None, representative_data=None):
     """Writes the model's ids signature as a `.tflite` file of TFLite built-in ops, runs it in
     LiteRT (`ai-edge-litert`; `tf.lite.Interpreter` is deprecated in TF 2.21) on a padded batch
-    and writes it only if every float output agrees with Keras: float32 within 1e-4, float16 at
-    cosine ≥ 0.999, dynamic int8 at ≥ 0.99, full int8 at ≥ 0.9.
+    of random ids (full int8: on the first 8 calibration rows) and writes it only if every float
+    output agrees with Keras: float32 within 1e-4, float16 at
+    cosine ≥ 0.999, int8 at ≥ 0.99.
 
     The file's signature `serving_ids` keeps the SavedModel's names: inputs `token_ids`,
     `segment_ids`, `padding_mask` (int32, any batch and length: LiteRT resizes), outputs the task's
@@ -61,22 +61,24 @@ def export_tflite(model, path, quantization=None, representative_data=None):
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
         if quantization == "float16":
             converter.target_spec.supported_types = [tf.float16]
+        rows = None
         if quantization == "int8":
-            rows = list(representative_data)
-            converter.representative_dataset = lambda: ({k: np.asarray(v, "int32") for k, v in r.items()}
-                                                        for r in rows)
+            rows = [{k: np.asarray(v, "int32") for k, v in r.items()} for r in representative_data]
+            converter.representative_dataset = lambda: iter(rows)
         flat = converter.convert()
-    feed = check_batch(model)
-    expected = {k: np.asarray(v) for k, v in module.ids(feed).items()}
-    got = run_tflite(flat, feed)
+    # Checked on random ids, or for int8 on the calibration rows: a model calibrated on real text
+    # is not meant to keep random ids (MiniLM's pooled output: cosine 0.25 on them).
     diff, cosine = 0.0, 1.0
-    for name in (k for k in expected if expected[k].dtype.kind == "f"):
-        a, b = got[name].astype("float64").ravel(), expected[name].astype("float64").ravel()
-        if not np.isfinite(a).all():
-            diff, cosine = float("nan"), float("nan")
-            break
-        diff = max(diff, float(np.max(np.abs(a - b))))
-        cosine = min(cosine, float(a @ b / max(np.linalg.norm(a) * np.linalg.norm(b), 1e-12)))
+    for feed in rows[:8] if rows else [check_batch(model)]:
+        expected = {k: np.asarray(v) for k, v in module.ids(feed).items()}
+        got = run_tflite(flat, feed)
+        for name in (k for k in expected if expected[k].dtype.kind == "f"):
+            a, b = got[name].astype("float64").ravel(), expected[name].astype("float64").ravel()
+            if not np.isfinite(a).all():
+                diff, cosine = float("nan"), float("nan")
+                break
+            diff = max(diff, float(np.max(np.abs(a - b))))
+            cosine = min(cosine, float(a @ b / max(np.linalg.norm(a) * np.linalg.norm(b), 1e-12)))
     floor = MIN_COSINE[quantization]
     if not np.isfinite(diff) or (floor is None and diff > 1e-4) or (floor is not None and cosine < floor):
         raise RuntimeError(f"The {quantization or 'float32'} TFLite file disagrees with the Keras model (max abs "

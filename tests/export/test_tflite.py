@@ -1,6 +1,6 @@
 """export_tflite: built-in ops only, run in LiteRT; float32 within 1e-4 at any batch and length,
-float16 at cosine ≥ 0.999, dynamic-range int8 at ≥ 0.99 on the pooled output (full int8 at 0.9
-on a random-weight encoder), names kept."""
+float16 at cosine ≥ 0.999, dynamic-range int8 at ≥ 0.99 on the pooled output, names kept; full
+int8, which does not keep 0.99 yet, refused."""
 
 import numpy as np
 import pytest
@@ -42,14 +42,10 @@ def test_quantized_files_keep_the_pooled_output_and_the_labels(tmp_path):
     encoder = classifier.encoder
     feed = check_batch(encoder, batch=8, length=24, seed=3)
     want = task_outputs(encoder, feed)["pooled_output"].numpy()
-    calibration = [check_batch(encoder, batch=1, length=24, seed=s) for s in range(10)]
     sizes = {}
-    # Full int8 of a random-weight encoder calibrated on random ids keeps 0.937-0.952 (measured); the
-    # issue's 0.99 for it is still to be shown on a trained model (docs/export.md).
-    for quantization, floor in (("float16", 0.999), ("dynamic_int8", 0.99), ("int8", 0.9)):
+    for quantization, floor in (("float16", 0.999), ("dynamic_int8", 0.99)):
         path = tmp_path / f"{quantization}.tflite"
-        export_tflite(encoder, path, quantization=quantization,
-                      representative_data=calibration if quantization == "int8" else None)
+        export_tflite(encoder, path, quantization=quantization)
         sizes[quantization] = path.stat().st_size
         assert _cosine(run_tflite(path, feed)["pooled_output"], want) >= floor, quantization
     float32 = export_tflite(encoder, tmp_path / "f32.tflite")["megabytes"] * 1e6
@@ -57,6 +53,16 @@ def test_quantized_files_keep_the_pooled_output_and_the_labels(tmp_path):
     export_tflite(classifier, tmp_path / "c8.tflite", quantization="dynamic_int8")
     labels = run_tflite(tmp_path / "c8.tflite", feed)["label"]
     np.testing.assert_array_equal(labels, task_outputs(classifier, feed)["label"].numpy())
+
+
+def test_full_int8_below_its_agreement_is_refused_and_nothing_is_written(tmp_path):
+    """Full int8 (activations too) keeps a cosine of 0.90-0.95 here and 0.32 on MiniLM (measured),
+    under the 0.99 it must keep: the export says so instead of writing the file."""
+    encoder = kb.bert_base(**SMALL)
+    calibration = [check_batch(encoder, batch=1, length=24, seed=s) for s in range(10)]
+    with pytest.raises(RuntimeError, match=r"int8 TFLite file disagrees .* cosine 0\.\d+\); nothing was written"):
+        export_tflite(encoder, tmp_path / "int8.tflite", quantization="int8", representative_data=calibration)
+    assert not list(tmp_path.iterdir())
 
 
 def test_bad_settings_are_refused_before_any_work(tmp_path):

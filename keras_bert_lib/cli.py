@@ -247,7 +247,12 @@ def _export(args):
         print(f"keras-bert export: {path} is not a file; pass a .keras file or a run folder with model.keras.",
               file=sys.stderr)
         return 2
-    model = keras.saving.load_model(path, safe_mode=True, compile=False)
+    try:
+        model = keras.saving.load_model(path, safe_mode=True, compile=False)
+    except (ValueError, OSError, KeyError, TypeError) as e:  # not a .keras archive, or one of other classes
+        print(f"keras-bert export: {path} does not load as a Keras model ({e}); pass the model.keras that "
+              "keras-bert finetune or model.save wrote.", file=sys.stderr)
+        return 2
     exported = {}
     try:
         for fmt in dict.fromkeys(args.format):

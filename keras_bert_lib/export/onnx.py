@@ -1,6 +1,5 @@
 """ONNX through tf2onnx on the ids signature, checked in ONNX Runtime before it is reported."""
 
-import collections
 import os
 import tempfile
 
@@ -8,7 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_lib.atomic_write import atomic_write_text
-from keras_bert_lib.export.signatures import ID_NAMES, ServingModule, check_batch
+from keras_bert_lib.export.signatures import ID_NAMES, ServingModule, agreement, check_batch
 
 FUSED = ("Attention", "MultiHeadAttention", "LayerNormalization", "SkipLayerNormalization", "Gelu", "BiasGelu",
          "FastGelu", "EmbedLayerNormalization")
@@ -53,7 +52,7 @@ def export_onnx(model, path, opset=17, optimize=True, quantize=None):
     if quantize not in (None, "dynamic_int8"):
         raise ValueError(f"quantize={quantize!r} is not one of None, 'dynamic_int8'.")
     start = time.perf_counter()
-    module = ServingModule(model)
+    module = ServingModule(model, text=False)
     spec = [tf.TensorSpec((None, None), tf.int32, name=k) for k in ID_NAMES]
     flat = tf.function(lambda token_ids, segment_ids, padding_mask: module.ids(
         {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}), input_signature=spec)
@@ -92,51 +91,40 @@ def _optimize(plain, model, tmp):
     return out, counts
 
 
+def run_onnx(path, inputs):
+    """Runs an `.onnx` file in ONNX Runtime (CPU) on an id dict; {output name: array}. Inputs the
+    file does not take are left out (tf2onnx drops an unused one: DistilBERT's `segment_ids`).
+
+    Example:
+        ```python
+        # run_onnx("model.onnx", {"token_ids": ..., "segment_ids": ..., "padding_mask": ...})
+        ```
+    """
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(os.fspath(path), providers=["CPUExecutionProvider"])
+    names, used = [o.name for o in session.get_outputs()], {i.name for i in session.get_inputs()}
+    return dict(zip(names, session.run(None, {k: v for k, v in inputs.items() if k in used})))
+
+
 def check_onnx(path, feed, expected, atol=1e-4, cosine_only=False):
-    """Runs `path` in ONNX Runtime on `feed` and compares each named float output with `expected`:
-    the max abs difference (≤ `atol`), or with `cosine_only` the cosine (≥ 0.99). Returns the
-    largest difference; raises naming the output that disagrees.
+    """Runs `path` on `feed` and compares its float outputs with `expected`: the max abs
+    difference (≤ `atol`), or with `cosine_only` the cosine (≥ 0.99). Returns the largest
+    difference; raises if an output is missing or disagrees.
 
     Example:
         ```python
         # check_onnx("model.onnx", feed, {"pooled_output": keras_pooled})
         ```
     """
-    import onnxruntime as ort
-
-    session = ort.InferenceSession(os.fspath(path), providers=["CPUExecutionProvider"])
-    names = [o.name for o in session.get_outputs()]
-    used = {i.name for i in session.get_inputs()}  # tf2onnx drops an unused input (DistilBERT's segment_ids)
-    got = dict(zip(names, session.run(None, {k: v for k, v in feed.items() if k in used})))
-    worst = 0.0
-    for name, want in expected.items():
-        if name not in got:
-            raise RuntimeError(f"The ONNX file has outputs {names}, not {name!r}.")
-        if want.dtype.kind != "f":
-            continue
-        a, b = got[name].astype("float64").ravel(), want.astype("float64").ravel()
-        diff = float(np.max(np.abs(a - b))) if a.size else 0.0
-        worst = max(worst, diff)
-        if cosine_only:
-            cosine = float(a @ b / max(np.linalg.norm(a) * np.linalg.norm(b), 1e-12))
-            if cosine < 0.99:
-                raise RuntimeError(f"ONNX output {name!r} has cosine {cosine:.4f} to the Keras model's (< 0.99).")
-        elif diff > atol:
-            raise RuntimeError(f"ONNX output {name!r} differs from the Keras model's by {diff:.3g} (> {atol}): "
-                               "the conversion is wrong; please report it with the model's config.")
-    return worst
-
-
-def op_counts(path):
-    """{op type: count} of an ONNX file, most common first.
-
-    Example:
-        ```python
-        # op_counts("model.onnx")["MatMul"]
-        ```
-    """
-    import onnx
-
-    return dict(collections.Counter(n.op_type for n in onnx.load(os.fspath(path)).graph.node).most_common())
-
-
+    got = run_onnx(path, feed)
+    missing = [name for name in expected if name not in got]
+    if missing:
+        raise RuntimeError(f"The ONNX file has outputs {sorted(got)}, not {missing}.")
+    diff, cosine = agreement(got, expected)
+    if cosine_only and not cosine >= 0.99:
+        raise RuntimeError(f"The ONNX file's outputs have cosine {cosine:.4f} to the Keras model's (< 0.99).")
+    if not cosine_only and not diff <= atol:
+        raise RuntimeError(f"The ONNX file's outputs differ from the Keras model's by {diff:.3g} (> {atol}): the "
+                           "conversion is wrong; please report it with the model's config.")
+    return diff

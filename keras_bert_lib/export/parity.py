@@ -5,7 +5,7 @@ import time
 
 import numpy as np
 
-from keras_bert_lib.export.signatures import task_outputs
+from keras_bert_lib.export.signatures import agreement, task_outputs
 
 
 def _size(path):
@@ -23,11 +23,9 @@ def _runner(path):
             flat = f.read()
         return lambda ids: run_tflite(flat, ids)
     if os.fspath(path).endswith(".onnx"):
-        import onnxruntime as ort
+        from keras_bert_lib.export.onnx import run_onnx
 
-        session = ort.InferenceSession(os.fspath(path), providers=["CPUExecutionProvider"])
-        names, used = [o.name for o in session.get_outputs()], {i.name for i in session.get_inputs()}
-        return lambda ids: dict(zip(names, session.run(None, {k: v for k, v in ids.items() if k in used})))
+        return lambda ids: run_onnx(path, ids)
     import tensorflow as tf
 
     loaded = tf.saved_model.load(os.fspath(path))
@@ -48,8 +46,8 @@ def _median_seconds(fn, ids, repeats):
 def parity_report(model, exported, inputs, repeats=5):
     """Compares exported artefacts with the Keras model on the same id batch.
 
-    Per artefact: the largest absolute difference over the float outputs, the cosine of all float
-    outputs flattened together, task agreement (the share of equal labels / tags / argmax of the
+    Per artefact: the largest absolute difference and the smallest cosine over the float outputs
+    (`export.signatures.agreement`), task agreement (the share of equal labels / tags / argmax of the
     first output), the size on disk and the median latency of `repeats` calls on `inputs`.
 
     Args:
@@ -81,15 +79,11 @@ def parity_report(model, exported, inputs, repeats=5):
     for name, path in exported.items():
         run = _runner(path)
         got = run(inputs)
-        floats = [k for k in want if want[k].dtype.kind == "f"]
-        a = np.concatenate([np.asarray(got[k], "float64").ravel() for k in floats])
-        b = np.concatenate([want[k].astype("float64").ravel() for k in floats])
-        labels = [k for k in want if want[k].dtype.kind in "iu"] or floats[:1]
-        key = labels[0]
+        diff, cosine = agreement(got, want)
+        key = next((k for k in want if want[k].dtype.kind in "iu"), next(iter(want)))
         same = (np.asarray(got[key]) == want[key]) if want[key].dtype.kind in "iu" else (
             np.argmax(got[key], -1) == np.argmax(want[key], -1))
-        rows.append({"artefact": name, "max_abs_diff": float(np.max(np.abs(a - b))),
-                     "cosine": float(a @ b / max(np.linalg.norm(a) * np.linalg.norm(b), 1e-12)),
+        rows.append({"artefact": name, "max_abs_diff": diff, "cosine": cosine,
                      "agreement": float(np.mean(same)), "megabytes": _size(path) / 1e6,
                      "ms": 1e3 * _median_seconds(run, inputs, repeats)})
     return rows

@@ -12,7 +12,8 @@ from keras_bert_lib.models import (
     TokenClassifier,
 )
 
-ID_NAMES = ("token_ids", "segment_ids", "padding_mask")
+from keras_bert_lib.models.input_checks import INPUTS as ID_NAMES  # token_ids, segment_ids, padding_mask
+
 PAIR_TASKS = (CrossEncoder, SpanQuestionAnswerer)  # always two texts: (query, passage), (question, context)
 
 
@@ -103,6 +104,30 @@ def utf8_or_replaced(texts):
     return tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
 
 
+def agreement(got, expected):
+    """(largest max abs difference, smallest cosine) over the float outputs of `expected` that
+    `got` also holds (name → array); (nan, nan) if any of `got`'s is not finite.
+
+    Example:
+        ```python
+        import numpy as np
+        from keras_bert_lib.export.signatures import agreement
+        agreement({"p": np.array([1.0, 2.0])}, {"p": np.array([1.0, 2.1])})   # (0.1, 0.9991...)
+        ```
+    """
+    diff, cosine = 0.0, 1.0
+    for name, want in expected.items():
+        if np.asarray(want).dtype.kind != "f":
+            continue
+        a, b = np.asarray(got[name], "float64").ravel(), np.asarray(want, "float64").ravel()
+        if not np.isfinite(a).all():
+            return float("nan"), float("nan")
+        if a.size:
+            diff = max(diff, float(np.max(np.abs(a - b))))
+            cosine = min(cosine, float(a @ b / max(np.linalg.norm(a) * np.linalg.norm(b), 1e-12)))
+    return diff, cosine
+
+
 def check_batch(model, batch=3, length=16, seed=0):
     """Random ids with right padding in one row: the batch every export is checked on.
 
@@ -128,7 +153,8 @@ def check_batch(model, batch=3, length=16, seed=0):
 class ServingModule(tf.Module):
     """The model, its preprocessor and two `tf.function`s to serve: `ids` on `token_ids`,
     `segment_ids`, `padding_mask` (int32, (B, T)) and, with a preprocessor, `text` on one or two
-    string tensors (B,). Each returns the task's named outputs (`task_outputs`). Only the model
+    string tensors (B,) (unless `text=False`). Each returns the task's named outputs
+    (`task_outputs`). Only the model
     is tracked, so a SavedModel stores each weight once; `track_variables=True` also tracks the
     underlying tf.Variables, as TFLite's converter needs (and stores them twice).
 
@@ -141,7 +167,7 @@ class ServingModule(tf.Module):
         ```
     """
 
-    def __init__(self, model, preprocessor=None, pair=None, track_variables=False):
+    def __init__(self, model, preprocessor=None, pair=None, text=True, track_variables=False):
         super().__init__(name="serving")
         output_names(model)
         self.model = model
@@ -149,7 +175,9 @@ class ServingModule(tf.Module):
             # For TFLite's converter, which freezes only the tf.Variables it finds directly in the
             # object graph; a SavedModel then stores each weight twice (Keras' export does this).
             self.model_variables = [getattr(v, "value", v) for v in model.weights]
-        self.preprocessor = preprocessor if preprocessor is not None else getattr(model, "preprocessor", None)
+        # text=False (TFLite, ONNX: ids only) leaves the tokenizer out of what is traced and saved.
+        self.preprocessor = None if not text else (
+            preprocessor if preprocessor is not None else getattr(model, "preprocessor", None))
         self.text_names = text_input_names(model, pair)
         ids_spec = {k: tf.TensorSpec((None, None), tf.int32, name=k) for k in ID_NAMES}
         self.ids = tf.function(lambda ids: task_outputs(model, ids), input_signature=[ids_spec])

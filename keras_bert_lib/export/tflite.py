@@ -7,8 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_lib.atomic_write import atomic_write_text
-from keras_bert_lib.export.signatures import check_batch
-from keras_bert_lib.export.signatures import ServingModule
+from keras_bert_lib.export.signatures import ServingModule, agreement, check_batch
 
 QUANTIZATIONS = (None, "float16", "dynamic_int8", "int8")
 # The agreement a file must keep with the Keras model on every float output. Full int8 does not
@@ -50,7 +49,7 @@ def export_tflite(model, path, quantization=None, representative_data=None):
     if quantization == "int8" and representative_data is None:
         raise ValueError("quantization='int8' calibrates activations: pass representative_data, an iterable of id "
                          "dicts (token_ids, segment_ids, padding_mask) of real text.")
-    module = ServingModule(model, preprocessor=None, track_variables=True)
+    module = ServingModule(model, text=False, track_variables=True)
     with tempfile.TemporaryDirectory() as tmp:
         tf.saved_model.save(module, tmp, signatures={"serving_ids": module.ids.get_concrete_function()})
         converter = tf.lite.TFLiteConverter.from_saved_model(tmp, signature_keys=["serving_ids"])
@@ -68,17 +67,9 @@ def export_tflite(model, path, quantization=None, representative_data=None):
         flat = converter.convert()
     # Checked on random ids, or for int8 on the calibration rows: a model calibrated on real text
     # is not meant to keep random ids (MiniLM's pooled output: cosine 0.25 on them).
-    diff, cosine = 0.0, 1.0
-    for feed in rows[:8] if rows else [check_batch(model)]:
-        expected = {k: np.asarray(v) for k, v in module.ids(feed).items()}
-        got = run_tflite(flat, feed)
-        for name in (k for k in expected if expected[k].dtype.kind == "f"):
-            a, b = got[name].astype("float64").ravel(), expected[name].astype("float64").ravel()
-            if not np.isfinite(a).all():
-                diff, cosine = float("nan"), float("nan")
-                break
-            diff = max(diff, float(np.max(np.abs(a - b))))
-            cosine = min(cosine, float(a @ b / max(np.linalg.norm(a) * np.linalg.norm(b), 1e-12)))
+    checks = [agreement(run_tflite(flat, feed), {k: np.asarray(v) for k, v in module.ids(feed).items()})
+              for feed in (rows[:8] if rows else [check_batch(model)])]
+    diff, cosine = max(d for d, _ in checks), min(c for _, c in checks)
     floor = MIN_COSINE[quantization]
     if not np.isfinite(diff) or (floor is None and diff > 1e-4) or (floor is not None and cosine < floor):
         raise RuntimeError(f"The {quantization or 'float32'} TFLite file disagrees with the Keras model (max abs "

@@ -33,6 +33,9 @@ def test_export_writes_both_formats_and_prints_the_parity_table(tmp_path, capsys
     assert "export version=2" in capsys.readouterr().err
     assert main(["export", str(tmp_path / "nothing"), "--format", "onnx"]) == 2
     assert "is not a file" in capsys.readouterr().err
+    (tmp_path / "broken.keras").write_text("{}")
+    assert main(["export", str(tmp_path / "broken.keras"), "--format", "onnx"]) == 2
+    assert "broken.keras does not load as a Keras model" in capsys.readouterr().err
 
 
 def test_help_gives_every_flag_its_default(capsys, monkeypatch):

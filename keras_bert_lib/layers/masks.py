@@ -39,6 +39,11 @@ def attention_bias(padding_mask=None, attention_mask=None):
         bias = attention_bias(np.array([[1, 1, 0]]))  # (1, 1, 1, 3): [0, 0, -1e9]
         ```
     """
+    if attention_mask is None and padding_mask is not None:
+        # (1 − mask)·MASK_VALUE over (B, 1, 1, S): BERT's modeling.py form, which ONNX Runtime's
+        # optimiser recognises as the key mask of a fused Attention.
+        keys = ops.expand_dims(ops.expand_dims(padding_mask, 1), 1)  # (B, 1, 1, S)
+        return (1.0 - ops.cast(keys, "float32")) * MASK_VALUE  # padding_mask holds 0/1 (or bool)
     mask = merge_masks(padding_mask, attention_mask)
     if mask is None:
         return None

@@ -82,11 +82,12 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         def heads(t):
             return ops.reshape(t, (batch, length, self.num_heads, self.head_size))  # (B, T, N, Dh)
 
-        q = heads(self.query(x)) * ops.cast(1.0 / math.sqrt(self.head_size), x.dtype)
+        q = heads(self.query(x))  # (B, T, N, Dh)
         k = heads(self.key(x))  # (B, S, N, Dh)
         v = heads(self.value(x))  # (B, S, N, Dh)
-        scores = ops.einsum("btnh,bsnh->bnts", q, k)  # (B, N, T, S)
-        scores = ops.cast(scores, "float32")
+        # Scaled after the product, in float32, as BERT's modeling.py does: the shape ONNX
+        # Runtime's optimiser fuses into one Attention operator (export/onnx_graph.py).
+        scores = ops.cast(ops.einsum("btnh,bsnh->bnts", q, k), "float32") * (1.0 / math.sqrt(self.head_size))
         bias = attention_bias(padding_mask, attention_mask)  # (B, 1, T|1, S) or None
         if bias is not None:
             scores = scores + bias

@@ -78,7 +78,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
             x = self.attention_layer_norm(x)
         x, probs = self.attention(x, padding_mask=padding_mask, attention_mask=attention_mask,
                                   training=training, return_attention_scores=True)
-        x = residual + self.attention_dropout(x, training=training)
+        # Branch first: ONNX Runtime's attention fusion follows the first Add parent of the
+        # residual sum, and in ALBERT the residual is an Add too (the embedding projection's bias).
+        x = self.attention_dropout(x, training=training) + residual
         if not self.norm_first:
             x = self.attention_layer_norm(x)
 

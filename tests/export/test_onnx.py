@@ -1,6 +1,7 @@
 """export_onnx: BERT, ALBERT, DistilBERT and RoBERTa (exact and tanh GELU) run in ONNX Runtime
-from one file at two batch sizes and two lengths within 1e-4 of Keras; task outputs keep their
-names; int8 stays close; a file is written only when ONNX Runtime agrees."""
+from one file at two batch sizes and two lengths within 1e-4 of Keras, as tf2onnx's graph and as
+ONNX Runtime's fused one (Attention, GELU, SkipLayerNormalization counted); task outputs keep
+their names; int8 stays close; a file is written only when ONNX Runtime agrees."""
 
 import numpy as np
 import pytest
@@ -27,26 +28,43 @@ def _feed(session, batch, length, seed, segments):
     return {k: v for k, v in feed.items() if k in used}, feed
 
 
+def _perturbed(encoder, seed=0):
+    """Random biases and LayerNorm γ/β: with Keras' zeros and ones a misplaced bias or a swapped
+    γ/β in a rewritten graph would go unseen."""
+    rng = np.random.default_rng(seed)
+    for variable in encoder.weights:
+        if variable.path.rsplit("/", 1)[-1] in ("bias", "gamma", "beta"):
+            variable.assign(variable.numpy() + rng.normal(0, 0.2, variable.shape).astype("float32"))
+    return encoder
+
+
 @pytest.mark.parametrize("factory", ["bert_base", "albert_base", "distilbert_base", "roberta_base"])
-def test_one_file_serves_two_batch_sizes_and_two_lengths(factory, tmp_path):
-    encoder = getattr(kb, factory)(**SMALL)
-    info = export_onnx(encoder, tmp_path / "m.onnx", optimize=False)
-    assert info["max_abs_diff"] <= 1e-4
-    session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
-    names = [o.name for o in session.get_outputs()]
-    for batch, length in ((1, 9), (4, 33)):
-        feed, full = _feed(session, batch, length, seed=batch, segments=encoder.config.type_vocab_size)
-        want = task_outputs(encoder, full)
-        for name, got in zip(names, session.run(None, feed)):
-            np.testing.assert_allclose(got, want[name].numpy(), atol=1e-4, rtol=0, err_msg=f"{factory} {name}")
+def test_one_file_serves_two_batch_sizes_and_two_lengths_plain_and_fused(factory, tmp_path):
+    encoder = _perturbed(getattr(kb, factory)(**SMALL))
+    blocks = encoder.config.num_hidden_layers
+    plain = export_onnx(encoder, tmp_path / "plain.onnx", optimize=False)
+    fused = export_onnx(encoder, tmp_path / "fused.onnx")
+    # Every LayerNorm is one ONNX operator; the optimiser fuses every block's attention, its
+    # bias + GELU and both of its residual adds with their LayerNorms.
+    assert plain["rewritten"]["LayerNormalization"] == 2 * blocks + 1 and plain["fused"] == {}
+    assert fused["fused"]["Attention"] == blocks, fused["fused"]
+    assert fused["fused"]["SkipLayerNormalization"] >= 2 * blocks, fused["fused"]
+    assert sum(fused["fused"].get(k, 0) for k in ("Gelu", "BiasGelu", "FastGelu")) == blocks, fused["fused"]
+    for path in ("plain.onnx", "fused.onnx"):
+        session = ort.InferenceSession(str(tmp_path / path), providers=["CPUExecutionProvider"])
+        names = [o.name for o in session.get_outputs()]
+        for batch, length in ((1, 9), (4, 33)):
+            feed, full = _feed(session, batch, length, seed=batch, segments=encoder.config.type_vocab_size)
+            want = task_outputs(encoder, full)
+            for name, got in zip(names, session.run(None, feed)):
+                np.testing.assert_allclose(got, want[name].numpy(), atol=1e-4, rtol=0,
+                                           err_msg=f"{factory} {path} {name}")
 
 
 def test_task_models_keep_their_output_names_and_the_optimised_and_int8_files_agree(tmp_path):
     classifier = TextClassifier(kb.bert_base(**SMALL), 3)
     optimized = export_onnx(classifier, tmp_path / "c.onnx")
-    # ONNX Runtime's optimiser runs and the result agrees. It fuses nothing in tf2onnx's graph of
-    # ours yet (every count 0; docs/export.md says so), so no fusion count is asserted here.
-    assert optimized["max_abs_diff"] <= 1e-4 and "Attention" in optimized["fused"]
+    assert optimized["max_abs_diff"] <= 1e-4 and optimized["fused"]["Attention"] == 2
     session = ort.InferenceSession(str(tmp_path / "c.onnx"), providers=["CPUExecutionProvider"])
     assert sorted(o.name for o in session.get_outputs()) == ["label", "probabilities"]
     int8 = export_onnx(classifier, tmp_path / "c8.onnx", quantize="dynamic_int8")

@@ -14,18 +14,23 @@ def _size(path):
     return os.path.getsize(path)
 
 
-def _runner(path):
-    """A function ids → {name: array} for a SavedModel folder, a .tflite or an .onnx file."""
+def runner(path):
+    """A function ids → {name: array} for a SavedModel folder, a .tflite or an .onnx file, loaded
+    once (the parity report's latencies are steady-state calls, not session set-up).
+
+    Example:
+        ```python
+        # run = runner("exported/model.onnx"); outputs = run(ids)
+        ```
+    """
     if os.fspath(path).endswith(".tflite"):
-        from keras_bert_lib.export.tflite import run_tflite
+        from keras_bert_lib.export.tflite import tflite_runner
 
-        with open(path, "rb") as f:
-            flat = f.read()
-        return lambda ids: run_tflite(flat, ids)
+        return tflite_runner(path)
     if os.fspath(path).endswith(".onnx"):
-        from keras_bert_lib.export.onnx import run_onnx
+        from keras_bert_lib.export.onnx import onnx_runner
 
-        return lambda ids: run_onnx(path, ids)
+        return onnx_runner(path)
     import tensorflow as tf
 
     loaded = tf.saved_model.load(os.fspath(path))
@@ -43,20 +48,22 @@ def _median_seconds(fn, ids, repeats):
     return float(np.median(times))
 
 
-def parity_report(model, exported, inputs, repeats=5):
+def parity_report(model, exported, inputs, repeats=5, labels=None, timed_rows=8):
     """Compares exported artefacts with the Keras model on the same id batch.
 
     Per artefact: the largest absolute difference and the smallest cosine over the float outputs
     (`export.signatures.agreement`), task agreement (the share of equal labels / tags / argmax of the
-    first output), the size on disk and the median latency of `repeats` calls on `inputs`.
+    first output), with `labels` the accuracy of its `label` output, the size on disk and the
+    median latency of `repeats` calls on the first `timed_rows` rows of `inputs`.
 
     Args:
         model: the Keras task model or encoder that was exported.
         exported: dict name → path (a SavedModel version folder, a `.tflite` or an `.onnx` file).
         inputs: the id dict (`token_ids`, `segment_ids`, `padding_mask`), numpy int32.
+        labels: optional int array (B,): the true classes of a classifier's rows.
     Returns:
-        list of dicts (`artefact`, `max_abs_diff`, `cosine`, `agreement`, `megabytes`, `ms`), the
-        Keras model's own row first; `format_report` prints them as a table.
+        list of dicts (`artefact`, `max_abs_diff`, `cosine`, `agreement`, [`accuracy`,]
+        `megabytes`, `ms`), the Keras model's own row first; `format_report` prints them as a table.
     Example:
         ```python
         import tempfile
@@ -72,20 +79,22 @@ def parity_report(model, exported, inputs, repeats=5):
 
     keras_fn = tf.function(lambda ids: task_outputs(model, ids))
     want = {k: v.numpy() for k, v in keras_fn(inputs).items()}
+    timed = {k: np.asarray(v)[:timed_rows] for k, v in inputs.items()}
     keras_bytes = sum(np.prod(w.shape) * np.dtype(w.dtype).itemsize for w in model.weights)
-    rows = [{"artefact": "keras", "max_abs_diff": 0.0, "cosine": 1.0, "agreement": 1.0,
-             "megabytes": keras_bytes / 1e6,
-             "ms": 1e3 * _median_seconds(lambda ids: keras_fn(ids), inputs, repeats)}]
-    for name, path in exported.items():
-        run = _runner(path)
-        got = run(inputs)
+
+    def row(name, got, megabytes, run):
         diff, cosine = agreement(got, want)
         key = next((k for k in want if want[k].dtype.kind in "iu"), next(iter(want)))
         same = (np.asarray(got[key]) == want[key]) if want[key].dtype.kind in "iu" else (
             np.argmax(got[key], -1) == np.argmax(want[key], -1))
-        rows.append({"artefact": name, "max_abs_diff": diff, "cosine": cosine,
-                     "agreement": float(np.mean(same)), "megabytes": _size(path) / 1e6,
-                     "ms": 1e3 * _median_seconds(run, inputs, repeats)})
+        accuracy = {} if labels is None else {"accuracy": float(np.mean(np.asarray(got["label"]) == labels))}
+        return {"artefact": name, "max_abs_diff": diff, "cosine": cosine, "agreement": float(np.mean(same)),
+                **accuracy, "megabytes": megabytes, "ms": 1e3 * _median_seconds(run, timed, repeats)}
+
+    rows = [row("keras", want, keras_bytes / 1e6, keras_fn)]
+    for name, path in exported.items():
+        run = runner(path)
+        rows.append(row(name, run(inputs), _size(path) / 1e6, run))
     return rows
 
 
@@ -99,8 +108,10 @@ def format_report(rows):
                               "megabytes": 17.6, "ms": 3.2}]))
         ```
     """
-    lines = [f"{'artefact':<22}{'max |diff|':>12}{'cosine':>10}{'agreement':>11}{'size MB':>10}{'median ms':>11}"]
+    accuracy = all("accuracy" in r for r in rows)
+    lines = [f"{'artefact':<22}{'max |diff|':>12}{'cosine':>10}{'agreement':>11}" + ("  accuracy" if accuracy else "")
+             + f"{'size MB':>10}{'median ms':>11}"]
     for r in rows:
         lines.append(f"{r['artefact']:<22}{r['max_abs_diff']:>12.2e}{r['cosine']:>10.6f}{r['agreement']:>11.3f}"
-                     f"{r['megabytes']:>10.1f}{r['ms']:>11.2f}")
+                     + (f"{r['accuracy']:>10.3f}" if accuracy else "") + f"{r['megabytes']:>10.1f}{r['ms']:>11.2f}")
     return "\n".join(lines)

@@ -78,18 +78,31 @@ def export_tflite(model, path, quantization=None, representative_data=None):
     return {"path": os.fspath(path), "max_abs_diff": diff, "cosine": cosine, "megabytes": len(flat) / 1e6}
 
 
+def tflite_runner(model, signature="serving_ids", threads=None):
+    """One LiteRT interpreter on a `.tflite` file (a path or its bytes), as a function input dict
+    → {name: array}. `threads`: None for every core (`os.cpu_count()`), as ONNX Runtime does.
+
+    Example:
+        ```python
+        # run = tflite_runner("model.tflite"); run({"token_ids": ..., "segment_ids": ..., "padding_mask": ...})
+        ```
+    """
+    from ai_edge_litert.interpreter import Interpreter
+
+    threads = threads or os.cpu_count()
+    interpreter = (Interpreter(model_content=model, num_threads=threads) if isinstance(model, bytes)
+                   else Interpreter(model_path=os.fspath(model), num_threads=threads))
+    runner = interpreter.get_signature_runner(signature)
+    wanted = runner.get_input_details()
+    return lambda inputs: runner(**{k: np.asarray(v) for k, v in inputs.items() if k in wanted})
+
+
 def run_tflite(model, inputs, signature="serving_ids"):
-    """Runs a `.tflite` file (a path or its bytes) in LiteRT on an input dict; {name: array}.
+    """Runs a `.tflite` file (a path or its bytes) once in LiteRT on an input dict; {name: array}.
 
     Example:
         ```python
         # run_tflite("model.tflite", {"token_ids": ..., "segment_ids": ..., "padding_mask": ...})
         ```
     """
-    from ai_edge_litert.interpreter import Interpreter
-
-    interpreter = (Interpreter(model_content=model) if isinstance(model, bytes)
-                   else Interpreter(model_path=os.fspath(model)))
-    runner = interpreter.get_signature_runner(signature)
-    wanted = runner.get_input_details()
-    return runner(**{k: np.asarray(v) for k, v in inputs.items() if k in wanted})
+    return tflite_runner(model, signature)(inputs)

@@ -46,7 +46,7 @@ class Pooling(keras.layers.Layer):
         else:
             if padding_mask is None:
                 padding_mask = ops.ones(ops.shape(x)[:2])
-            mask = ops.cast(padding_mask, "float32")[:, :, None]  # (B, T, 1)
+            mask = ops.expand_dims(ops.cast(padding_mask, "float32"), -1)  # (B, T, 1); TFLite has no new-axis slices
             pooled = ops.sum(x * mask, axis=1) / ops.maximum(ops.sum(mask, axis=1), 1e-9)
         if self.normalize:
             pooled = pooled / ops.maximum(ops.norm(pooled, axis=-1, keepdims=True), 1e-12)

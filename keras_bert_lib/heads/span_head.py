@@ -43,7 +43,7 @@ class SpanHead(keras.layers.Layer):
     def call(self, x, padding_mask=None):
         logits = ops.cast(self.dense(x), "float32")  # (B, T, 2)
         if padding_mask is not None:
-            logits = ops.where(ops.cast(padding_mask, "bool")[:, :, None], logits, MASK_VALUE)
+            logits = ops.where(ops.expand_dims(ops.cast(padding_mask, "bool"), -1), logits, MASK_VALUE)
         return {"start_logits": logits[:, :, 0], "end_logits": logits[:, :, 1]}
 
     def compute_output_spec(self, x, padding_mask=None):

@@ -45,3 +45,31 @@ def test_help_gives_every_flag_its_default(capsys, monkeypatch):
     stdout = capsys.readouterr().out
     flags = [chunk for chunk in stdout.split("\n  --")[1:]]
     assert len(flags) == 7 and all("default" in f or "(required)" in f for f in flags), flags
+
+
+def test_quickstart_help_gives_every_flag_its_default(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    with pytest.raises(SystemExit):
+        main(["quickstart", "--help"])
+    flags = capsys.readouterr().out.split("\n  --")[1:]
+    assert len(flags) == 5 and all("default" in f for f in flags), flags
+
+
+def test_parity_report_scores_each_artefact_against_the_true_labels(tmp_path):
+    """An exported classifier's held-out accuracy is its own: computed from its `label` output,
+    equal to the Keras model's where the labels agree, and printed as a column."""
+    import numpy as np
+
+    from keras_bert_lib.export import export_saved_model, format_report, parity_report
+    from keras_bert_lib.export.signatures import check_batch
+
+    classifier = TextClassifier(_tiny(), 3)
+    ids = check_batch(classifier, batch=6, length=10)
+    predicted = np.argmax(classifier.predict_on_batch(ids), -1)
+    labels = predicted.copy()
+    labels[:2] = (labels[:2] + 1) % 3  # two of six wrong
+    rows = parity_report(classifier, {"saved_model": export_saved_model(classifier, tmp_path)}, ids, labels=labels,
+                         repeats=1, timed_rows=2)
+    assert [r["accuracy"] for r in rows] == [4 / 6, 4 / 6]
+    table = format_report(rows)
+    assert "accuracy" in table.splitlines()[0] and "0.667" in table.splitlines()[2]

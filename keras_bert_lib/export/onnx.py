@@ -1,5 +1,6 @@
 """ONNX through tf2onnx on the ids signature, checked in ONNX Runtime before it is reported."""
 
+import logging
 import os
 import tempfile
 
@@ -118,8 +119,14 @@ def _optimize(plain, model, tmp):
     options = FusionOptions("bert")
     # The fused Attention reads the 0/1 mask itself, not a length per row: any padding is exact.
     options.attention_mask_format = AttentionMaskFormat.AttentionMask
-    optimized = optimizer.optimize_model(plain, model_type="bert", num_heads=config.num_attention_heads,
-                                         hidden_size=config.hidden_size, optimization_options=options)
+    quiet = logging.getLogger(optimizer.__name__)  # it warns that tf2onnx, not PyTorch, made the file
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        optimized = optimizer.optimize_model(plain, model_type="bert", num_heads=config.num_attention_heads,
+                                             hidden_size=config.hidden_size, optimization_options=options)
+    finally:
+        quiet.setLevel(level)
     counts = {k: v for k, v in optimized.get_fused_operator_statistics().items() if k in FUSED and v}
     out = os.path.join(tmp, "optimized.onnx")
     optimized.save_model_to_file(out)

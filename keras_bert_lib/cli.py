@@ -116,7 +116,8 @@ def main(argv=None) -> int:
         "export", help="export a fine-tuned model (.keras or a run folder) as a SavedModel, TFLite or ONNX file",
         description="Exports a .keras task model or encoder (or a run folder's model.keras): saved_model is TF "
                     "Serving's <output>/<version>/ with serving_default on raw strings and serving_ids on ids; "
-                    "tflite is the ids signature in TFLite built-in ops, checked in LiteRT; onnx is the ids signature through tf2onnx, checked in ONNX Runtime. Prints the parity "
+                    "tflite is the ids signature in TFLite built-in ops and, for a model with a preprocessor, the string "
+                    "signature with tensorflow-text's TFLite kernels, checked in LiteRT; onnx is the ids signature through tf2onnx, checked in ONNX Runtime. Prints the parity "
                     "table against the Keras model (max difference, cosine, agreement, size, median latency).")
     export.add_argument("model", help="a .keras file, or a run folder holding model.keras")
     export.add_argument("--format", required=True, action="append", choices=["saved_model", "tflite", "onnx"],
@@ -132,6 +133,10 @@ def main(argv=None) -> int:
     export.add_argument("--quantize", choices=["none", "float16", "dynamic_int8"], action="append",
                         help="weights in int8 (ONNX Runtime's or TFLite's dynamic-range quantization) or, for "
                              "TFLite, float16; repeat the flag for several files (default: none)")
+    export.add_argument("--no-text", dest="text", action="store_false",
+                        help="TFLite: the ids signature only, no tokenizer in the file (default: with the "
+                             "model's preprocessor, the file also takes raw strings, through tensorflow-text's "
+                             "TFLite kernels)")
     export.add_argument("--no-optimize", dest="optimize", action="store_false",
                         help="skip ONNX Runtime's transformer optimiser (default: optimise)")
     export.add_argument("--length", type=int, default=128, help="tokens per row of the parity batch (default: 128)")
@@ -321,7 +326,8 @@ def _export_formats(model, path, args):
         for fmt, quantize in jobs:
             if fmt == "tflite":
                 name = f"model_{quantize}.tflite" if quantize else "model.tflite"
-                info = convert("tflite", os.path.join(args.output, name), quantization=quantize)
+                info = convert("tflite", os.path.join(args.output, name), quantization=quantize,
+                               text=args.text, pair=args.pair or None)
                 print(f"tflite{' ' + quantize if quantize else ''}: {info['path']}")
             else:
                 name = "model_int8.onnx" if quantize else "model.onnx"
@@ -373,7 +379,7 @@ def _quickstart(args):
     model, path = _load_for_export(config.output_dir)
     export_args = _argparse.Namespace(format=["saved_model", "tflite", "onnx"], quantize=["none", "dynamic_int8"],
                                       output=os.path.join(config.output_dir, "exported"), version=1, pair=False,
-                                      optimize=True)
+                                      optimize=True, text=True)
     if os.path.isdir(export_args.output):  # the run was finished before: export again from this model
         import shutil
 
@@ -385,7 +391,10 @@ def _quickstart(args):
     ids = {k: np.asarray(v) for k, v in model.preprocessor(np.array(held_out.texts, dtype=object)).items()}
     labels = np.array([model.class_names.index(label) for label in held_out.labels])
     print(f"\nevery artefact on the {len(labels)} held-out reviews (latency: 8 of them at a time):")
-    print(format_report(parity_report(model, exported, ids, labels=labels)))
+    texts = {"text": np.array(held_out.texts, dtype=object)}
+    print(format_report(parity_report(model, exported, ids, labels=labels, texts=texts)))
+    print('("text" rows: the artefact\'s own tokenizer on the raw reviews; the others take the Keras '
+          "preprocessor's ids.)")
     return 0
 
 

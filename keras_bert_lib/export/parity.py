@@ -14,9 +14,11 @@ def _size(path):
     return os.path.getsize(path)
 
 
-def runner(path):
+def runner(path, text=False):
     """A function ids → {name: array} for a SavedModel folder, a .tflite or an .onnx file, loaded
-    once (the parity report's latencies are steady-state calls, not session set-up).
+    once (the parity report's latencies are steady-state calls, not session set-up). With
+    `text=True`, the function of its string signature (`serving_default`: {"text": strings, …}),
+    or None where the artefact takes ids only (ONNX, an ids-only file).
 
     Example:
         ```python
@@ -26,16 +28,21 @@ def runner(path):
     if os.fspath(path).endswith(".tflite"):
         from keras_bert_lib.export.tflite import tflite_runner
 
-        return tflite_runner(path)
+        try:
+            return tflite_runner(path, "serving_default" if text else "serving_ids")
+        except ValueError:  # no such signature: an ids-only file
+            return None
     if os.fspath(path).endswith(".onnx"):
         from keras_bert_lib.export.onnx import onnx_runner
 
-        return onnx_runner(path)
+        return None if text else onnx_runner(path)
     import tensorflow as tf
 
     loaded = tf.saved_model.load(os.fspath(path))
-    serve = loaded.signatures["serving_ids"]
-    return lambda ids: {k: v.numpy() for k, v in serve(**{k: tf.constant(v) for k, v in ids.items()}).items()}
+    serve = loaded.signatures["serving_default" if text else "serving_ids"]
+    if text and serve.structured_input_signature[1].get("text", tf.TensorSpec(None, tf.int32)).dtype != tf.string:
+        return None
+    return lambda feed: {k: v.numpy() for k, v in serve(**{k: tf.constant(v) for k, v in feed.items()}).items()}
 
 
 def _median_seconds(fn, ids, repeats):
@@ -48,19 +55,23 @@ def _median_seconds(fn, ids, repeats):
     return float(np.median(times))
 
 
-def parity_report(model, exported, inputs, repeats=5, labels=None, timed_rows=8):
+def parity_report(model, exported, inputs, repeats=5, labels=None, timed_rows=8, texts=None):
     """Compares exported artefacts with the Keras model on the same id batch.
 
     Per artefact: the largest absolute difference and the smallest cosine over the float outputs
     (`export.signatures.agreement`), task agreement (the share of equal labels / tags / argmax of the
     first output), with `labels` the accuracy of its `label` output, the size on disk and the
-    median latency of `repeats` calls on the first `timed_rows` rows of `inputs`.
+    median latency of `repeats` calls on the first `timed_rows` rows of `inputs`. With `texts`,
+    the raw strings that `inputs` were made from, each artefact that takes strings (SavedModel,
+    text-in TFLite) gets a second row, "<name> text", from its string signature: tokenizer and
+    model against Keras on the preprocessor's ids.
 
     Args:
         model: the Keras task model or encoder that was exported.
         exported: dict name → path (a SavedModel version folder, a `.tflite` or an `.onnx` file).
         inputs: the id dict (`token_ids`, `segment_ids`, `padding_mask`), numpy int32.
         labels: optional int array (B,): the true classes of a classifier's rows.
+        texts: optional dict {"text": strings (B,)[, "text_pair": strings]} of the same rows.
     Returns:
         list of dicts (`artefact`, `max_abs_diff`, `cosine`, `agreement`, [`accuracy`,]
         `megabytes`, `ms`), the Keras model's own row first; `format_report` prints them as a table.
@@ -82,7 +93,7 @@ def parity_report(model, exported, inputs, repeats=5, labels=None, timed_rows=8)
     timed = {k: np.asarray(v)[:timed_rows] for k, v in inputs.items()}
     keras_bytes = sum(np.prod(w.shape) * np.dtype(w.dtype).itemsize for w in model.weights)
 
-    def row(name, got, megabytes, run):
+    def row(name, got, megabytes, run, timed=timed):
         diff, cosine = agreement(got, want)
         key = next((k for k in want if want[k].dtype.kind in "iu"), next(iter(want)))
         same = (np.asarray(got[key]) == want[key]) if want[key].dtype.kind in "iu" else (
@@ -95,6 +106,11 @@ def parity_report(model, exported, inputs, repeats=5, labels=None, timed_rows=8)
     for name, path in exported.items():
         run = runner(path)
         rows.append(row(name, run(inputs), _size(path) / 1e6, run))
+        run = runner(path, text=True) if texts is not None else None
+        if run is not None:
+            strings = {k: np.asarray(v, dtype=object) for k, v in texts.items()}
+            rows.append(row(f"{name} text", run(strings), _size(path) / 1e6, run,
+                            {k: v[:timed_rows] for k, v in strings.items()}))
     return rows
 
 

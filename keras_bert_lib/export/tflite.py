@@ -1,4 +1,4 @@
-"""TFLite for phones: the ids model in built-in ops, optionally quantized, checked in LiteRT."""
+"""TFLite for phones: the ids model in built-in ops, optionally quantized, or with the tokenizer inside."""
 
 import os
 import tempfile
@@ -8,6 +8,12 @@ import tensorflow as tf
 
 from keras_bert_lib.atomic_write import atomic_write_text
 from keras_bert_lib.export.signatures import ServingModule, agreement, check_batch
+from keras_bert_lib.export.tflite_text import TFLiteTextModule, register_text_ops
+
+# Strings on which the file's tokenizer must give the SavedModel's ids exactly (tflite_text says
+# where the two normalisers differ: none of these).
+PROBES = ("A moving, beautifully acted film.", "Café Dupont\tserved crêpes.", "Dull 😴 — 北京 and 東京?!", "",
+          "x " * 300)
 
 QUANTIZATIONS = (None, "float16", "dynamic_int8", "int8")
 # The agreement a file must keep with the Keras model on every float output. Full int8 does not
@@ -15,24 +21,35 @@ QUANTIZATIONS = (None, "float16", "dynamic_int8", "int8")
 MIN_COSINE = {None: None, "float16": 0.999, "dynamic_int8": 0.99, "int8": 0.99}
 
 
-def export_tflite(model, path, quantization=None, representative_data=None):
-    """Writes the model's ids signature as a `.tflite` file of TFLite built-in ops, runs it in
-    LiteRT (`ai-edge-litert`; `tf.lite.Interpreter` is deprecated in TF 2.21) on a padded batch
-    of random ids (full int8: on the first 8 calibration rows) and writes it only if every float
-    output agrees with Keras: float32 within 1e-4, float16 at
-    cosine ≥ 0.999, int8 at ≥ 0.99.
+def export_tflite(model, path, quantization=None, preprocessor=None, representative_data=None, text=True,
+                  pair=None):
+    """Writes the model as a `.tflite` file, runs it in LiteRT (`ai-edge-litert`;
+    `tf.lite.Interpreter` is deprecated in TF 2.21) and writes it only if every float output agrees
+    with Keras: float32 within 1e-4, float16 at cosine ≥ 0.999, int8 at ≥ 0.99 (checked on a padded
+    batch of random ids, full int8 on the first 8 calibration rows, and a text-in file also on
+    strings, where its ids must equal the preprocessor's).
 
-    The file's signature `serving_ids` keeps the SavedModel's names: inputs `token_ids`,
-    `segment_ids`, `padding_mask` (int32, any batch and length: LiteRT resizes), outputs the task's
-    (`export.signatures.output_names`).
+    Signatures keep the SavedModel's names. `serving_ids`: inputs `token_ids`, `segment_ids`,
+    `padding_mask` (int32, any batch and length: LiteRT resizes), the task's outputs
+    (`export.signatures.output_names`), TFLite built-in ops only. With a preprocessor (passed, or
+    the model's own) and `text=True`, also `serving_default` on raw strings (`text`, and `text_pair`
+    for pair tasks) and `tokenize` (strings → the three id tensors), through tensorflow-text's TFLite
+    kernels (`export.tflite_text.CUSTOM_OPS`): the interpreter must register them —
+    `InterpreterWithCustomOps(custom_op_registerers=register_text_ops())` in Python, tensorflow-text's
+    op resolver in an app (docs/export.md). Its normaliser differs from BERT's on control characters
+    and, uncased, on compatibility characters ("ß", "ﬁ", "…"): `export.tflite_text.tflite_tokenizer`.
 
     Args:
         model: a task model or `BertEncoder`.
         path: str. The `.tflite` file.
         quantization: None (float32), "float16" (weights in float16), "dynamic_int8" (weights in
             int8, activations quantized on the fly) or "int8" (weights and activations in int8
-            where TFLite has int8 kernels, calibrated on `representative_data`; float elsewhere).
+            where TFLite has int8 kernels, calibrated on `representative_data`; float elsewhere;
+            ids only).
+        preprocessor: a `BertPreprocessor` for the string signature; default the model's own.
         representative_data: for "int8": an iterable of id dicts (a few hundred real rows).
+        text: bool. False writes the ids signature only (no tokenizer, built-in ops only).
+        pair: bool or None. Two string inputs for a classifier of text pairs (None: as the task).
     Returns:
         dict: `path`, the largest `max_abs_diff` and the smallest `cosine` over the float outputs
         against Keras on the check batch, `megabytes`.
@@ -49,11 +66,18 @@ def export_tflite(model, path, quantization=None, representative_data=None):
     if quantization == "int8" and representative_data is None:
         raise ValueError("quantization='int8' calibrates activations: pass representative_data, an iterable of id "
                          "dicts (token_ids, segment_ids, padding_mask) of real text.")
-    module = ServingModule(model, text=False, track_variables=True)
+    text = text and (preprocessor is not None or getattr(model, "preprocessor", None) is not None)
+    if text and quantization == "int8":
+        raise ValueError("quantization='int8' calibrates the ids signature only: export with text=False and "
+                         "tokenize in the app, or use 'dynamic_int8' for a text-in file.")
+    module = TFLiteTextModule(model, preprocessor, pair) if text else ServingModule(model, text=False,
+                                                                                    track_variables=True)
+    signatures = module.signatures() if text else {"serving_ids": module.ids.get_concrete_function()}
     with tempfile.TemporaryDirectory() as tmp:
-        tf.saved_model.save(module, tmp, signatures={"serving_ids": module.ids.get_concrete_function()})
-        converter = tf.lite.TFLiteConverter.from_saved_model(tmp, signature_keys=["serving_ids"])
+        tf.saved_model.save(module, tmp, signatures=signatures)
+        converter = tf.lite.TFLiteConverter.from_saved_model(tmp, signature_keys=list(signatures))
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+        converter.allow_custom_ops = text  # tensorflow-text's kernels (CUSTOM_OPS), registered at run time
         # Weights as constants in the file: with resource variables kept, LiteRT read them uninitialised.
         converter.experimental_enable_resource_variables = False
         if quantization:
@@ -69,6 +93,8 @@ def export_tflite(model, path, quantization=None, representative_data=None):
     # is not meant to keep random ids (MiniLM's pooled output: cosine 0.25 on them).
     checks = [agreement(run_tflite(flat, feed), {k: np.asarray(v) for k, v in module.ids(feed).items()})
               for feed in (rows[:8] if rows else [check_batch(model)])]
+    if text:
+        checks.append(_check_text(flat, module))
     diff, cosine = max(d for d, _ in checks), min(c for _, c in checks)
     floor = MIN_COSINE[quantization]
     if not np.isfinite(diff) or (floor is None and diff > 1e-4) or (floor is not None and cosine < floor):
@@ -76,6 +102,20 @@ def export_tflite(model, path, quantization=None, representative_data=None):
                            f"difference {diff:.3g}, cosine {cosine:.5f}); nothing was written.")
     atomic_write_text(path, flat)
     return {"path": os.fspath(path), "max_abs_diff": diff, "cosine": cosine, "megabytes": len(flat) / 1e6}
+
+
+def _check_text(flat, module):
+    """The text-in file's ids and outputs on PROBES against the preprocessor's ids and Keras."""
+    names = module.text_names
+    feed = {name: np.array(PROBES[i:] + PROBES[:i], dtype=object) for i, name in enumerate(names)}
+    exact = module.preprocessor(tuple(tf.constant(feed[k]) for k in names) if len(names) == 2 else feed["text"])
+    got_ids = run_tflite(flat, feed, "tokenize")
+    for name, want in exact.items():
+        if not np.array_equal(got_ids[name], want.numpy()):
+            raise RuntimeError(f"The TFLite file's tokenizer gives other {name} than the preprocessor on "
+                               f"{PROBES!r}; nothing was written.")
+    return agreement(run_tflite(flat, feed, "serving_default"),
+                     {k: np.asarray(v) for k, v in module.ids({k: v for k, v in exact.items()}).items()})
 
 
 def tflite_runner(model, signature="serving_ids", threads=None):
@@ -87,11 +127,11 @@ def tflite_runner(model, signature="serving_ids", threads=None):
         # run = tflite_runner("model.tflite"); run({"token_ids": ..., "segment_ids": ..., "padding_mask": ...})
         ```
     """
-    from ai_edge_litert.interpreter import Interpreter
+    from ai_edge_litert.interpreter import InterpreterWithCustomOps
 
-    threads = threads or os.cpu_count()
-    interpreter = (Interpreter(model_content=model, num_threads=threads) if isinstance(model, bytes)
-                   else Interpreter(model_path=os.fspath(model), num_threads=threads))
+    source = {"model_content": model} if isinstance(model, bytes) else {"model_path": os.fspath(model)}
+    interpreter = InterpreterWithCustomOps(custom_op_registerers=register_text_ops(),
+                                           num_threads=threads or os.cpu_count(), **source)
     runner = interpreter.get_signature_runner(signature)
     wanted = runner.get_input_details()
     return lambda inputs: runner(**{k: np.asarray(v) for k, v in inputs.items() if k in wanted})

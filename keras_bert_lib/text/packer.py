@@ -92,8 +92,26 @@ def pack_segments(segments, sequence_length, start_id, end_id, pad_id=0, truncat
                          f"{len(segments)} segment(s) and their special tokens.")
     segments = [tf.cast(s, tf.int32) for s in segments]
     trimmer = (tft.RoundRobinTrimmer if truncate == "round_robin" else tft.WaterfallTrimmer)(room)
-    ids, segment_ids = tft.combine_segments(trimmer.trim(segments), start_id, end_id)
-    token_ids, mask = tft.pad_model_inputs(ids, sequence_length, pad_value=pad_id)
-    segment_ids, _ = tft.pad_model_inputs(segment_ids, sequence_length, pad_value=0)
-    return {"token_ids": tf.cast(token_ids, tf.int32), "segment_ids": tf.cast(segment_ids, tf.int32),
-            "padding_mask": tf.cast(mask, tf.int32)}
+    return _combine(trimmer.trim(segments), sequence_length, start_id, end_id, pad_id)
+
+
+def _combine(segments, sequence_length, start_id, end_id, pad_id):
+    """`[CLS] a [SEP] b [SEP] [PAD]…` from trimmed ragged segments, in dense ops only: TFLite has
+    kernels for these and for RaggedTensorToTensor, not for the RaggedGather that
+    `tensorflow_text.combine_segments` runs (so a `.tflite` file can take text)."""
+    positions = tf.range(sequence_length)[None, :]  # (1, T)
+    rows = segments[0].nrows(out_type=tf.int32)
+    token_ids = tf.fill(tf.stack([rows, sequence_length]), pad_id)
+    token_ids = tf.where(positions == 0, start_id, token_ids)
+    segment_ids = tf.zeros_like(token_ids)
+    start = tf.ones([rows, 1], tf.int32)  # (B, 1): where the current segment begins
+    for index, segment in enumerate(segments):
+        dense = segment.to_tensor(pad_id, shape=[None, sequence_length])  # (B, T)
+        end = start + tf.cast(segment.row_lengths(), tf.int32)[:, None]  # (B, 1): its [SEP]
+        inside = (positions >= start) & (positions < end)
+        pieces = tf.gather(dense, tf.clip_by_value(positions - start, 0, sequence_length - 1), batch_dims=1)
+        token_ids = tf.where(inside, pieces, tf.where(positions == end, end_id, token_ids))
+        segment_ids = tf.where(inside | (positions == end), index, segment_ids)
+        start = end + 1
+    return {"token_ids": token_ids, "segment_ids": segment_ids,
+            "padding_mask": tf.cast(positions < start, tf.int32)}

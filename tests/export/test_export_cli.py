@@ -44,7 +44,7 @@ def test_help_gives_every_flag_its_default(capsys, monkeypatch):
         main(["export", "--help"])
     stdout = capsys.readouterr().out
     flags = [chunk for chunk in stdout.split("\n  --")[1:]]
-    assert len(flags) == 7 and all("default" in f or "(required)" in f for f in flags), flags
+    assert len(flags) == 8 and all("default" in f or "(required)" in f for f in flags), flags
 
 
 def test_quickstart_help_gives_every_flag_its_default(capsys, monkeypatch):
@@ -73,3 +73,22 @@ def test_parity_report_scores_each_artefact_against_the_true_labels(tmp_path):
     assert [r["accuracy"] for r in rows] == [4 / 6, 4 / 6]
     table = format_report(rows)
     assert "accuracy" in table.splitlines()[0] and "0.667" in table.splitlines()[2]
+
+
+def test_parity_report_runs_the_string_signatures_on_the_raw_texts(tmp_path):
+    """With `texts`, the SavedModel and the text-in TFLite file get a "text" row each: their own
+    tokenizer on the strings against Keras on the preprocessor's ids; ONNX (ids only) none."""
+    import numpy as np
+
+    from keras_bert_lib.export import export_saved_model, export_tflite, parity_report
+
+    classifier = TextClassifier(_tiny(), 2, preprocessor=_preprocessor())
+    texts = np.array(["good film", "Café bad plot .", "", "film " * 40], dtype=object)
+    ids = {k: v.numpy() for k, v in classifier.preprocessor(texts).items()}
+    exported = {"saved_model": export_saved_model(classifier, tmp_path / "sm"),
+                "tflite": export_tflite(classifier, tmp_path / "m.tflite")["path"],
+                "ids_only": export_tflite(classifier, tmp_path / "ids.tflite", text=False)["path"]}
+    rows = parity_report(classifier, exported, ids, repeats=1, texts={"text": texts})
+    assert [r["artefact"] for r in rows] == ["keras", "saved_model", "saved_model text", "tflite", "tflite text",
+                                             "ids_only"]
+    assert all(r["max_abs_diff"] <= 1e-4 and r["agreement"] == 1.0 for r in rows), rows

@@ -36,6 +36,25 @@ def test_packing_invariants(first, second, length, truncate):
         assert len(kept_a) + len(kept_b) == min(len(first[row]) + len(second[row]), length - 3)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 3), st.integers(0, 4), st.integers(7, 24), st.sampled_from(["round_robin", "waterfall"]),
+       st.randoms(use_true_random=False))
+def test_packing_equals_tensorflow_texts_combine_segments(count, batch, length, truncate, rng):
+    """The dense packing (TFLite-convertible) gives what tensorflow-text's trimmer,
+    `combine_segments` and `pad_model_inputs` give, for one to three segments and empty batches."""
+    import tensorflow_text as tft
+
+    segments = [tf.ragged.constant([[rng.randrange(200, 300) for _ in range(rng.randrange(0, 30))]
+                                    for _ in range(batch)], tf.int32, ragged_rank=1) for _ in range(count)]
+    trimmer = (tft.RoundRobinTrimmer if truncate == "round_robin" else tft.WaterfallTrimmer)(length - count - 1)
+    ids, segment_ids = tft.combine_segments(trimmer.trim(segments), CLS, SEP)
+    want_ids, want_mask = tft.pad_model_inputs(ids, length, pad_value=PAD)
+    want_segments, _ = tft.pad_model_inputs(segment_ids, length, pad_value=0)
+    got = BertPacker(length, CLS, SEP, PAD, truncate)(tuple(segments))
+    for name, want in (("token_ids", want_ids), ("segment_ids", want_segments), ("padding_mask", want_mask)):
+        assert got[name].dtype == tf.int32 and got[name].numpy().tolist() == want.numpy().tolist(), name
+
+
 def test_round_robin_balances_and_waterfall_fills_the_first_segment():
     a, b = tf.ragged.constant([[1] * 10]), tf.ragged.constant([[2] * 10])
     rr = BertPacker(9, CLS, SEP, truncate="round_robin")((a, b))["token_ids"].numpy()[0].tolist()

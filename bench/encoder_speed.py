@@ -2,6 +2,9 @@
 
     python bench/encoder_speed.py [--rounds 7] [--length 128] [--layers 12]
 
+Rows for float32 and mixed_bfloat16, each compiled with XLA and as a plain TensorFlow graph
+(oneDNN kernels), ours and keras-hub's, and our default path (`compile_path.choose_jit_compile`).
+
 Both models compute the same function (tanh GELU, weights copied from keras-hub into ours).
 Each round times every variant once, in turn, so machine noise hits all of them alike; the
 table gives medians. The ceiling is the same run's float32 matmul throughput on this machine.
@@ -79,12 +82,15 @@ def main():
         intermediate_dim=config.intermediate_size, max_sequence_length=config.max_position_embeddings)
     ours = kb.build_encoder(config)
     copy_from_keras_hub(hub, ours)
-    ours_bf16 = kb.build_encoder(config, dtype="mixed_bfloat16")
-    ours_bf16.set_weights(ours.get_weights())
-    hub_xla = keras_hub.models.BertBackbone.from_config(hub.get_config())
-    hub_xla.set_weights(hub.get_weights())
-    ours_graph = kb.build_encoder(config)
-    ours_graph.set_weights(ours.get_weights())
+    def copy(model, dtype=None):
+        twin = (kb.build_encoder(config, dtype=dtype) if model is ours else keras_hub.models.BertBackbone.from_config(
+            {**hub.get_config(), **({"dtype": dtype} if dtype else {})}))
+        twin.set_weights(model.get_weights())
+        return twin
+
+    hub_xla, ours_graph = copy(hub), copy(ours)
+    ours_bf16, ours_bf16_xla, ours_bf16_graph = (copy(ours, "mixed_bfloat16") for _ in range(3))
+    hub_bf16, hub_bf16_xla = copy(hub, "mixed_bfloat16"), copy(hub, "mixed_bfloat16")
 
     variants = {
         "keras-hub predict_on_batch": compiled(hub, False),
@@ -92,8 +98,17 @@ def main():
         "ours eager (model(x))": lambda x: ours(x, training=False),
         "ours predict_on_batch, no XLA": compiled(ours_graph, False),
         "ours predict_on_batch (default: XLA)": ours.predict_on_batch,
-        "ours mixed_bfloat16 (XLA)": ours_bf16.predict_on_batch,
+        "ours mixed_bfloat16 (default)": ours_bf16.predict_on_batch,
+        "ours mixed_bfloat16, XLA": compiled(ours_bf16_xla, True),
+        "ours mixed_bfloat16, no XLA": compiled(ours_bf16_graph, False),
+        "keras-hub mixed_bfloat16": compiled(hub_bf16, False),
+        "keras-hub mixed_bfloat16, XLA": compiled(hub_bf16_xla, True),
     }
+    from keras_bert_lib.compile_path import choose_jit_compile
+
+    for dtype in ("float32", "mixed_bfloat16"):
+        print(f"default path for {dtype}: {'XLA' if choose_jit_compile(dtype)[0] else 'graph (oneDNN)'}: "
+              f"{choose_jit_compile(dtype)[1]}")
     for size in (8, 1):
         batch = batch_of(size, args.length, config.vocab_size)
         for fn in variants.values():  # compile and warm up
@@ -104,7 +119,8 @@ def main():
             args.rounds, lambda: ceilings.append(matmul_ceiling(size * args.length, 0.5)))
         ceil = statistics.median(ceilings)
         flop = flops_per_sequence(config, args.length) * size
-        hub_best = min(medians[n] for n in variants if n.startswith("keras-hub"))
+        hub_best = min(medians[n] for n in variants if n.startswith("keras-hub") and "bfloat16" not in n)
+        hub_bf16_best = min(medians[n] for n in variants if n.startswith("keras-hub") and "bfloat16" in n)
         ours_fp32 = medians["ours predict_on_batch (default: XLA)"]
         print(f"\nbatch {size} x {args.length} tokens, L={config.num_hidden_layers}; "
               f"{flop / size / 1e9:.2f} GFLOP/seq; matmul ceiling {ceil:.0f} GFLOP/s (median)")
@@ -114,14 +130,17 @@ def main():
             t = medians[name]
             print(f"{name:40s} {t * 1e3:10.1f} {size / t:8.1f} {flop / t / 1e9:8.0f} "
                   f"{100 * flop / t / 1e9 / ceil:6.0f}% {hub_best / t:10.2f}x")
-        t_bf16 = medians["ours mixed_bfloat16 (XLA)"]
-        print(f"bfloat16 speed-up over our float32: {ours_fp32 / t_bf16:.2f}x")
+        t_bf16 = medians["ours mixed_bfloat16 (default)"]
+        print(f"our default bfloat16 over our default float32: {ours_fp32 / t_bf16:.2f}x; over keras-hub's "
+              f"fastest bfloat16: {hub_bf16_best / t_bf16:.2f}x; float32 graph over XLA: "
+              f"{ours_fp32 / medians['ours predict_on_batch, no XLA']:.2f}x")
 
     batch = batch_of(8, args.length, config.vocab_size)
     a = ours.predict_on_batch(batch)["pooled_output"]
-    b = np.asarray(ours_bf16.predict_on_batch(batch)["pooled_output"], "float32")
-    cos = np.sum(a * b, -1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
-    print(f"mixed_bfloat16 pooled_output cosine to float32: min {cos.min():.5f}")
+    for name, model in (("default", ours_bf16), ("XLA", ours_bf16_xla)):
+        b = np.asarray(model.predict_on_batch(batch)["pooled_output"], "float32")
+        cos = np.sum(a * b, -1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+        print(f"mixed_bfloat16 ({name}) pooled_output cosine to float32: min {cos.min():.5f}")
     hub_out = hub.predict_on_batch(batch)["pooled_output"]
     print(f"max |ours - keras-hub| pooled_output: {np.max(np.abs(a - hub_out)):.2e}")
 

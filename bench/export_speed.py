@@ -9,7 +9,7 @@ conversion in its own process. Then times batch 1 (latency) and batch 8 (through
 variant in interleaved rounds (each round calls every variant once, in turn, so machine noise
 hits all alike) and prints medians, ratios and each artefact's pooled-output cosine to Keras.
 Goals (issue 13): fused ONNX Runtime ≥ 1.25× our Keras XLA path at batch 1; each int8 file
-≥ 2.5× its float version. Writes bench/results/export_speed.json.
+≥ 2.5× its float version. Writes bench/results/export_speed_<cpu>.json (epyc_avx2, epyc_avx512, …).
 """
 
 import argparse
@@ -32,6 +32,13 @@ from bench.interleaved import interleaved_medians  # noqa: E402
 from keras_bert_lib.export import export_saved_model  # noqa: E402
 from keras_bert_lib.export.isolated import export_isolated  # noqa: E402
 from keras_bert_lib.export.parity import runner  # noqa: E402
+
+
+def cpu_tag():
+    """"epyc_avx512" or "epyc_avx2" …: the results file of each kind of machine kept apart."""
+    flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+    vendor = cpu_model().split()[1].lower() if len(cpu_model().split()) > 1 else "cpu"
+    return f"{vendor}_{'amx' if 'amx_bf16' in flags else 'avx512' if 'avx512_vnni' in flags else 'avx2'}"
 
 
 def cpu_model():
@@ -106,7 +113,7 @@ def main():
                       "ONNX Runtime, fused int8"]}
         results["batches"][size]["ratios"] = ratios
         print("speed-ups: " + "; ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
-    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "export_speed.json")
+    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", f"export_speed_{cpu_tag()}.json")
     with open(out, "w", encoding="utf-8") as f:
         json.dump(results, f, indent=1)
     print(f"\nwritten: {out}")

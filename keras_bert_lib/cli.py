@@ -24,6 +24,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 def _summary(args) -> int:
     import numpy as np
 
+    from keras_bert_lib.compile_path import describe
     from keras_bert_lib.config import PRESETS
     from keras_bert_lib.models import build_encoder
 
@@ -37,6 +38,7 @@ def _summary(args) -> int:
     print(f"\n{args.preset}: {encoder.count_params():,} parameters "
           f"(L={config.num_hidden_layers}, H={config.hidden_size}, A={config.num_attention_heads}, "
           f"I={config.intermediate_size}, V={config.vocab_size})")
+    print(describe(args.dtype))
 
     rng = np.random.default_rng(0)
     batch = {"token_ids": rng.integers(1, config.vocab_size, (args.batch, args.length)).astype("int32"),
@@ -51,7 +53,8 @@ def _summary(args) -> int:
         encoder.predict_on_batch(batch)
         times.append(time.perf_counter() - start)
     median = sorted(times)[len(times) // 2]
-    print(f"forward, batch {args.batch} x {args.length} tokens, {args.dtype}, XLA: "
+    path = "XLA" if encoder.jit_compile else "TensorFlow graph (oneDNN)"
+    print(f"forward, batch {args.batch} x {args.length} tokens, {args.dtype}, {path}: "
           f"{median * 1e3:.1f} ms (median of {args.repeats}; first call with compilation "
           f"{compile_s:.1f} s), {args.batch / median:.1f} sequences/s")
     return 0

@@ -125,9 +125,9 @@ def format_report(rows):
         ```
     """
     accuracy = all("accuracy" in r for r in rows)
-    lines = [f"{'artefact':<22}{'max |diff|':>12}{'cosine':>10}{'agreement':>11}" + ("  accuracy" if accuracy else "")
+    lines = [f"{'artefact':<26}{'max |diff|':>12}{'cosine':>10}{'agreement':>11}" + ("  accuracy" if accuracy else "")
              + f"{'size MB':>10}{'median ms':>11}"]
     for r in rows:
-        lines.append(f"{r['artefact']:<22}{r['max_abs_diff']:>12.2e}{r['cosine']:>10.6f}{r['agreement']:>11.3f}"
+        lines.append(f"{r['artefact']:<26}{r['max_abs_diff']:>12.2e}{r['cosine']:>10.6f}{r['agreement']:>11.3f}"
                      + (f"{r['accuracy']:>10.3f}" if accuracy else "") + f"{r['megabytes']:>10.1f}{r['ms']:>11.2f}")
     return "\n".join(lines)

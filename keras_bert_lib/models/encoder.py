@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_bert_lib.compile_path import choose_jit_compile
 from keras_bert_lib.config import EncoderConfig
 from keras_bert_lib.layers import (
     PositionEmbedding,
@@ -148,15 +149,18 @@ class BertEncoder(ChecksInputs, keras.Model):
 
         # === Config ===
         self.config = config
+        # The layers' policy (a functional model keeps float32 as its own): what get_config saves.
+        self.layers_dtype_policy = self.get_layer("token_embedding").dtype_policy
         self.output_hidden_states = output_hidden_states
         self.output_attentions = output_attentions
         self.token_embedding = token_embedding
-        # On TensorFlow, predict()/predict_on_batch() run as one XLA program by default, not
-        # Keras' CPU default of a plain graph: the fused program is 1.3-1.5x faster on CPU
-        # (bench/encoder_speed.py) and is what TPUs need. JAX always compiles with XLA; PyTorch
-        # keeps Keras' default (eager). `compile(jit_compile=...)` overrides it.
+        # predict()/predict_on_batch() run as one XLA program by default on TensorFlow (float32 on
+        # CPU: 1.3-1.5x faster than Keras' CPU default of a plain graph; what GPUs and TPUs need),
+        # except bfloat16 on a CPU with AVX512-BF16 or AMX, where oneDNN's bfloat16 kernels run in
+        # the plain graph and XLA has none (compile_path; bench/encoder_speed.py). JAX always
+        # compiles with XLA; PyTorch keeps Keras' default (eager). `compile(jit_compile=...)` overrides it.
         if keras.backend.backend() in ("tensorflow", "jax"):
-            self.jit_compile = True
+            self.jit_compile = choose_jit_compile(self.layers_dtype_policy)[0]
 
     def _input_config(self):
         return self.config
@@ -165,7 +169,7 @@ class BertEncoder(ChecksInputs, keras.Model):
         return {
             "name": self.name,
             "trainable": self.trainable,
-            "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
+            "dtype": keras.saving.serialize_keras_object(self.layers_dtype_policy),
             **self.config.to_dict(),
             "output_hidden_states": self.output_hidden_states,
             "output_attentions": self.output_attentions,

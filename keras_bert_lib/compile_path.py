@@ -1,0 +1,113 @@
+"""Which program a model runs as on this machine: one XLA program, or TensorFlow's graph with oneDNN.
+
+XLA fuses BERT's float32 graph and wins on CPUs (bench/encoder_speed.py), but its CPU backend
+has no bfloat16 matrix kernels: a `mixed_bfloat16` model compiled with XLA computes its matmuls
+slower than in float32. TensorFlow's plain graph runs them through oneDNN, which uses AVX512-BF16
+and AMX where the CPU has them. So the default path depends on the dtype and the CPU.
+"""
+
+import keras
+
+BFLOAT16_FLAGS = (("amx_bf16", "AMX"), ("avx512_bf16", "AVX512-BF16"))
+
+
+def cpu_flags():
+    """The CPU's feature flags (Linux `/proc/cpuinfo`), as a set; empty where it cannot be read.
+
+    Example:
+        ```python
+        from keras_bert_lib.compile_path import cpu_flags
+        "avx2" in cpu_flags()
+        ```
+    """
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def bfloat16_kernels(flags=None):
+    """"AMX", "AVX512-BF16" or None: the bfloat16 matrix instructions oneDNN can use here.
+
+    Example:
+        ```python
+        from keras_bert_lib.compile_path import bfloat16_kernels
+        bfloat16_kernels({"avx512f", "avx512_bf16"})   # "AVX512-BF16"
+        ```
+    """
+    flags = cpu_flags() if flags is None else flags
+    return next((name for flag, name in BFLOAT16_FLAGS if flag in flags), None)
+
+
+def _accelerators():
+    import tensorflow as tf
+
+    return [d for d in tf.config.list_logical_devices() if d.device_type in ("GPU", "TPU")]
+
+
+def choose_jit_compile(dtype="float32", flags=None, accelerators=None, backend=None):
+    """Whether a model of this dtype runs as one XLA program here, and why, as (bool, reason).
+
+    - JAX: always XLA (it has no other compiler). PyTorch: never (Keras runs it eagerly).
+    - TensorFlow on a GPU or TPU: XLA.
+    - TensorFlow on a CPU, bfloat16 compute (`mixed_bfloat16`, `bfloat16`) and a CPU with
+      AVX512-BF16 or AMX: the plain graph, where oneDNN runs the matmuls in bfloat16.
+    - TensorFlow on a CPU otherwise: XLA (float32 is faster fused; without bfloat16 instructions
+      bfloat16 is emulated and does not pay: use float32 there).
+
+    `compile(jit_compile=True | False)` overrides the choice for a model.
+
+    Args:
+        dtype: a dtype policy or its name.
+        flags: the CPU flags (default: this machine's, `cpu_flags()`).
+        accelerators: list of GPU/TPU devices (default: TensorFlow's logical devices).
+        backend: "tensorflow", "jax" or "torch" (default: Keras' backend).
+    Example:
+        ```python
+        from keras_bert_lib.compile_path import choose_jit_compile
+        choose_jit_compile("mixed_bfloat16", flags={"avx512_bf16"}, accelerators=[])
+        # (False, "bfloat16 on a CPU with AVX512-BF16: TensorFlow's graph, where oneDNN ...")
+        ```
+    """
+    backend = backend or keras.backend.backend()
+    if backend == "jax":
+        return True, "JAX compiles every program with XLA"
+    if backend != "tensorflow":
+        return False, f"Keras runs the {backend} backend eagerly"
+    if (_accelerators() if accelerators is None else accelerators):
+        return True, "XLA on a GPU or TPU"
+    policy = keras.dtype_policies.get(dtype) if isinstance(dtype, str) else dtype
+    kernels = bfloat16_kernels(flags)
+    if policy.compute_dtype == "bfloat16":
+        if kernels:
+            return False, (f"bfloat16 on a CPU with {kernels}: TensorFlow's graph, where oneDNN runs the "
+                           "matmuls in bfloat16 (XLA's CPU backend has no bfloat16 matmul kernels)")
+        return True, ("bfloat16 on a CPU without bfloat16 instructions: emulated, slower than float32 "
+                      "(use float32 here); XLA as for float32")
+    return True, f"{policy.compute_dtype} on a CPU: XLA fuses the graph (faster than TensorFlow's graph)"
+
+
+def describe(dtype="float32"):
+    """One line for `keras-bert summary`: the path a model of `dtype` takes here and why.
+
+    Example:
+        ```python
+        from keras_bert_lib.compile_path import describe
+        print(describe("mixed_bfloat16"))
+        ```
+    """
+    jit, reason = choose_jit_compile(dtype)
+    cpu = _cpu_name()
+    return f"compiled path: {'XLA' if jit else 'TensorFlow graph (oneDNN)'} — {reason} [{cpu}]"
+
+
+def _cpu_name():
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "CPU")
+    except OSError:
+        return "CPU"

@@ -1,0 +1,73 @@
+"""The compiled path per dtype and CPU: XLA, except bfloat16 on a CPU with AVX512-BF16 or AMX."""
+
+import numpy as np
+import pytest
+
+from keras_bert_lib import bert_tiny
+from keras_bert_lib.compile_path import bfloat16_kernels, choose_jit_compile, cpu_flags
+
+ZEN4 = {"avx2", "avx512f", "avx512_bf16", "avx512_vnni"}
+SAPPHIRE_RAPIDS = ZEN4 | {"amx_bf16", "amx_tile", "amx_int8"}
+AVX2 = {"avx2", "fma"}
+
+
+@pytest.mark.parametrize("flags, dtype, jit, why", [
+    (SAPPHIRE_RAPIDS, "mixed_bfloat16", False, "with AMX"),
+    (ZEN4, "mixed_bfloat16", False, "with AVX512-BF16"),
+    (ZEN4, "bfloat16", False, "with AVX512-BF16"),
+    (AVX2, "mixed_bfloat16", True, "without bfloat16 instructions"),
+    (SAPPHIRE_RAPIDS, "float32", True, "float32 on a CPU: XLA"),
+    (AVX2, "float32", True, "float32 on a CPU: XLA"),
+])
+def test_the_rule_per_cpu_and_dtype(flags, dtype, jit, why):
+    got, reason = choose_jit_compile(dtype, flags=flags, accelerators=[], backend="tensorflow")
+    assert got is jit and why in reason
+
+
+def test_accelerators_and_other_backends():
+    assert choose_jit_compile("mixed_bfloat16", flags=ZEN4, accelerators=["GPU:0"], backend="tensorflow")[0]
+    assert choose_jit_compile("mixed_bfloat16", flags=ZEN4, accelerators=[], backend="jax")[0]
+    assert not choose_jit_compile("float32", flags=ZEN4, accelerators=[], backend="torch")[0]
+
+
+def test_this_machines_flags_are_read():
+    flags = cpu_flags()
+    assert "sse2" in flags or not flags  # x86 Linux: read; elsewhere: empty
+    assert bfloat16_kernels(set()) is None and bfloat16_kernels(SAPPHIRE_RAPIDS) == "AMX"
+
+
+def test_the_encoder_takes_the_chosen_path_and_compile_overrides_it():
+    for dtype in ("float32", "mixed_bfloat16"):
+        encoder = bert_tiny(num_hidden_layers=1, dtype=dtype)
+        assert encoder.jit_compile == choose_jit_compile(dtype)[0]
+    encoder = bert_tiny(num_hidden_layers=1, dtype="mixed_bfloat16")
+    encoder.compile(jit_compile=True)
+    assert encoder.jit_compile is True
+
+
+def test_bfloat16_on_either_path_keeps_float32s_pooled_output():
+    """Both compiled paths of a mixed_bfloat16 encoder agree with float32 (cosine ≥ 0.999)."""
+    float32 = bert_tiny(num_hidden_layers=2)
+    rng = np.random.default_rng(0)
+    mask = np.ones((4, 24), "int32")
+    mask[0, 12:] = 0
+    ids = {"token_ids": rng.integers(1000, 30000, (4, 24)).astype("int32") * mask,
+           "segment_ids": np.zeros((4, 24), "int32"), "padding_mask": mask}
+    want = float32.predict_on_batch(ids)["pooled_output"]
+    for jit in (False, True):
+        bf16 = bert_tiny(num_hidden_layers=2, dtype="mixed_bfloat16")
+        bf16.set_weights(float32.get_weights())
+        bf16.compile(jit_compile=jit)
+        got = np.asarray(bf16.predict_on_batch(ids)["pooled_output"], "float32")
+        cosine = np.sum(got * want, -1) / np.linalg.norm(got, axis=-1) / np.linalg.norm(want, axis=-1)
+        assert cosine.min() >= 0.999, (jit, cosine)
+
+
+def test_a_bfloat16_encoder_saved_and_loaded_stays_bfloat16_on_its_path(tmp_path):
+    import keras
+
+    encoder = bert_tiny(num_hidden_layers=1, dtype="mixed_bfloat16")
+    encoder.save(tmp_path / "e.keras")
+    loaded = keras.saving.load_model(tmp_path / "e.keras")
+    assert loaded.get_layer("pooler").dtype_policy.name == "mixed_bfloat16"
+    assert loaded.jit_compile == choose_jit_compile("mixed_bfloat16")[0]

@@ -44,9 +44,7 @@ def bfloat16_kernels(flags=None):
 
 
 def _accelerators():
-    import tensorflow as tf
-
-    return [d for d in tf.config.list_logical_devices() if d.device_type in ("GPU", "TPU")]
+    return [d for d in keras.distribution.list_devices() if not d.lower().startswith("cpu")]
 
 
 def choose_jit_compile(dtype="float32", flags=None, accelerators=None, backend=None):
@@ -64,7 +62,7 @@ def choose_jit_compile(dtype="float32", flags=None, accelerators=None, backend=N
     Args:
         dtype: a dtype policy or its name.
         flags: the CPU flags (default: this machine's, `cpu_flags()`).
-        accelerators: list of GPU/TPU devices (default: TensorFlow's logical devices).
+        accelerators: list of GPU/TPU devices (default: Keras' `distribution.list_devices()`).
         backend: "tensorflow", "jax" or "torch" (default: Keras' backend).
     Example:
         ```python

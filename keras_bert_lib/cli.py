@@ -38,7 +38,7 @@ def _summary(args) -> int:
     print(f"\n{args.preset}: {encoder.count_params():,} parameters "
           f"(L={config.num_hidden_layers}, H={config.hidden_size}, A={config.num_attention_heads}, "
           f"I={config.intermediate_size}, V={config.vocab_size})")
-    print(describe(args.dtype))
+    print(describe(args.dtype, config.hidden_size))
 
     rng = np.random.default_rng(0)
     batch = {"token_ids": rng.integers(1, config.vocab_size, (args.batch, args.length)).astype("int32"),

@@ -47,13 +47,20 @@ def _accelerators():
     return [d for d in keras.distribution.list_devices() if not d.lower().startswith("cpu")]
 
 
-def choose_jit_compile(dtype="float32", flags=None, accelerators=None, backend=None):
+# Below this width bfloat16's matmuls are too small for oneDNN's kernels to beat XLA's fusion:
+# the quick-start's BERT-Tiny (H = 128) train step took 0.156 s in the graph against 0.143 s with
+# XLA, where BERT-Base's (H = 768) took 1.27 s against 1.69 s (bench/pretrain_speed.py --dtypes).
+MIN_BFLOAT16_GRAPH_WIDTH = 512
+
+
+def choose_jit_compile(dtype="float32", flags=None, accelerators=None, backend=None, hidden_size=None):
     """Whether a model of this dtype runs as one XLA program here, and why, as (bool, reason).
 
     - JAX: always XLA (it has no other compiler). PyTorch: never (Keras runs it eagerly).
     - TensorFlow on a GPU or TPU: XLA.
-    - TensorFlow on a CPU, bfloat16 compute (`mixed_bfloat16`, `bfloat16`) and a CPU with
-      AVX512-BF16 or AMX: the plain graph, where oneDNN runs the matmuls in bfloat16.
+    - TensorFlow on a CPU, bfloat16 compute (`mixed_bfloat16`, `bfloat16`), a CPU with
+      AVX512-BF16 or AMX and a model at least `MIN_BFLOAT16_GRAPH_WIDTH` (512) wide: the plain
+      graph, where oneDNN runs the matmuls in bfloat16.
     - TensorFlow on a CPU otherwise: XLA (float32 is faster fused; without bfloat16 instructions
       bfloat16 is emulated and does not pay: use float32 there).
 
@@ -64,6 +71,7 @@ def choose_jit_compile(dtype="float32", flags=None, accelerators=None, backend=N
         flags: the CPU flags (default: this machine's, `cpu_flags()`).
         accelerators: list of GPU/TPU devices (default: Keras' `distribution.list_devices()`).
         backend: "tensorflow", "jax" or "torch" (default: Keras' backend).
+        hidden_size: int or None. The model's width H; None: wide enough.
     Example:
         ```python
         from keras_bert_lib.compile_path import choose_jit_compile
@@ -81,6 +89,9 @@ def choose_jit_compile(dtype="float32", flags=None, accelerators=None, backend=N
     policy = keras.dtype_policies.get(dtype) if isinstance(dtype, str) else dtype
     kernels = bfloat16_kernels(flags)
     if policy.compute_dtype == "bfloat16":
+        if kernels and hidden_size is not None and hidden_size < MIN_BFLOAT16_GRAPH_WIDTH:
+            return True, (f"bfloat16 at width {hidden_size} on a CPU with {kernels}: matmuls too small for oneDNN's "
+                          f"bfloat16 kernels to beat XLA below width {MIN_BFLOAT16_GRAPH_WIDTH}")
         if kernels:
             return False, (f"bfloat16 on a CPU with {kernels}: TensorFlow's graph, where oneDNN runs the "
                            "matmuls in bfloat16 (XLA's CPU backend has no bfloat16 matmul kernels)")
@@ -89,7 +100,7 @@ def choose_jit_compile(dtype="float32", flags=None, accelerators=None, backend=N
     return True, f"{policy.compute_dtype} on a CPU: XLA fuses the graph (faster than TensorFlow's graph)"
 
 
-def describe(dtype="float32"):
+def describe(dtype="float32", hidden_size=None):
     """One line for `keras-bert summary`: the path a model of `dtype` takes here and why.
 
     Example:
@@ -98,9 +109,23 @@ def describe(dtype="float32"):
         print(describe("mixed_bfloat16"))
         ```
     """
-    jit, reason = choose_jit_compile(dtype)
+    jit, reason = choose_jit_compile(dtype, hidden_size=hidden_size)
     cpu = _cpu_name()
     return f"compiled path: {'XLA' if jit else 'TensorFlow graph (oneDNN)'} — {reason} [{cpu}]"
+
+
+def model_width(model):
+    """The hidden size H of an encoder or of a model holding one (`.encoder`), or None.
+
+    Example:
+        ```python
+        from keras_bert_lib import bert_tiny
+        from keras_bert_lib.compile_path import model_width
+        model_width(bert_tiny())   # 128
+        ```
+    """
+    config = getattr(getattr(model, "encoder", model), "config", None)
+    return getattr(config, "hidden_size", None)
 
 
 def _cpu_name():

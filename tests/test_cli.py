@@ -20,11 +20,14 @@ def test_summary_refuses_a_length_the_preset_cannot_take(capsys):
 def test_summary_says_which_compiled_path_it_chose_and_why(capsys):
     from keras_bert_lib.compile_path import bfloat16_kernels
 
-    assert main(["summary", "bert_tiny", "--length", "16", "--repeats", "1", "--dtype", "mixed_bfloat16"]) == 0
+    assert main(["summary", "bert_small", "--length", "16", "--repeats", "1", "--dtype", "mixed_bfloat16"]) == 0
     out = capsys.readouterr().out
+    assert main(["summary", "bert_tiny", "--length", "16", "--repeats", "1", "--dtype", "mixed_bfloat16"]) == 0
+    tiny = capsys.readouterr().out
     if bfloat16_kernels():
         assert "compiled path: TensorFlow graph (oneDNN) — bfloat16 on a CPU with" in out
         assert "mixed_bfloat16, TensorFlow graph (oneDNN):" in out
+        assert "compiled path: XLA — bfloat16 at width 128" in tiny and "mixed_bfloat16, XLA:" in tiny
     else:
         assert "compiled path: XLA — bfloat16 on a CPU without bfloat16 instructions" in out
         assert "mixed_bfloat16, XLA:" in out

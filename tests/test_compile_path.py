@@ -11,16 +11,18 @@ SAPPHIRE_RAPIDS = ZEN4 | {"amx_bf16", "amx_tile", "amx_int8"}
 AVX2 = {"avx2", "fma"}
 
 
-@pytest.mark.parametrize("flags, dtype, jit, why", [
-    (SAPPHIRE_RAPIDS, "mixed_bfloat16", False, "with AMX"),
-    (ZEN4, "mixed_bfloat16", False, "with AVX512-BF16"),
-    (ZEN4, "bfloat16", False, "with AVX512-BF16"),
-    (AVX2, "mixed_bfloat16", True, "without bfloat16 instructions"),
-    (SAPPHIRE_RAPIDS, "float32", True, "float32 on a CPU: XLA"),
-    (AVX2, "float32", True, "float32 on a CPU: XLA"),
+@pytest.mark.parametrize("flags, dtype, width, jit, why", [
+    (SAPPHIRE_RAPIDS, "mixed_bfloat16", 768, False, "with AMX"),
+    (ZEN4, "mixed_bfloat16", 768, False, "with AVX512-BF16"),
+    (ZEN4, "bfloat16", 512, False, "with AVX512-BF16"),
+    (ZEN4, "mixed_bfloat16", None, False, "with AVX512-BF16"),
+    (ZEN4, "mixed_bfloat16", 128, True, "bfloat16 at width 128"),
+    (AVX2, "mixed_bfloat16", 768, True, "without bfloat16 instructions"),
+    (SAPPHIRE_RAPIDS, "float32", 768, True, "float32 on a CPU: XLA"),
+    (AVX2, "float32", 768, True, "float32 on a CPU: XLA"),
 ])
-def test_the_rule_per_cpu_and_dtype(flags, dtype, jit, why):
-    got, reason = choose_jit_compile(dtype, flags=flags, accelerators=[], backend="tensorflow")
+def test_the_rule_per_cpu_dtype_and_width(flags, dtype, width, jit, why):
+    got, reason = choose_jit_compile(dtype, flags=flags, accelerators=[], backend="tensorflow", hidden_size=width)
     assert got is jit and why in reason
 
 
@@ -38,9 +40,10 @@ def test_this_machines_flags_are_read():
 
 def test_the_encoder_takes_the_chosen_path_and_compile_overrides_it():
     for dtype in ("float32", "mixed_bfloat16"):
-        encoder = bert_tiny(num_hidden_layers=1, dtype=dtype)
-        assert encoder.jit_compile == choose_jit_compile(dtype)[0]
-    encoder = bert_tiny(num_hidden_layers=1, dtype="mixed_bfloat16")
+        for width in (128, 512):
+            encoder = bert_tiny(num_hidden_layers=1, hidden_size=width, num_attention_heads=8, dtype=dtype)
+            assert encoder.jit_compile == choose_jit_compile(dtype, hidden_size=width)[0]
+    encoder = bert_tiny(num_hidden_layers=1, hidden_size=512, num_attention_heads=8, dtype="mixed_bfloat16")
     encoder.compile(jit_compile=True)
     assert encoder.jit_compile is True
 
@@ -66,8 +69,24 @@ def test_bfloat16_on_either_path_keeps_float32s_pooled_output():
 def test_a_bfloat16_encoder_saved_and_loaded_stays_bfloat16_on_its_path(tmp_path):
     import keras
 
-    encoder = bert_tiny(num_hidden_layers=1, dtype="mixed_bfloat16")
+    encoder = bert_tiny(num_hidden_layers=1, hidden_size=512, num_attention_heads=8, dtype="mixed_bfloat16")
     encoder.save(tmp_path / "e.keras")
     loaded = keras.saving.load_model(tmp_path / "e.keras")
     assert loaded.get_layer("pooler").dtype_policy.name == "mixed_bfloat16"
-    assert loaded.jit_compile == choose_jit_compile("mixed_bfloat16")[0]
+    assert loaded.jit_compile == choose_jit_compile("mixed_bfloat16", hidden_size=512)[0]
+
+
+@pytest.mark.parametrize("flags, dtype, width, jit", [(ZEN4, "mixed_bfloat16", 768, False),
+                                                      (ZEN4, "mixed_bfloat16", 128, True),
+                                                      (AVX2, "mixed_bfloat16", 768, True), (ZEN4, "float32", 768, True)])
+def test_training_runs_take_the_same_rule(monkeypatch, flags, dtype, width, jit):
+    import tensorflow as tf
+
+    from keras_bert_lib import compile_path
+    from keras_bert_lib.training.loop import LoopConfig, _jit_compile
+
+    monkeypatch.setattr(compile_path, "cpu_flags", lambda: flags)
+    config = LoopConfig(output_dir="unused", dtype=dtype)
+    assert _jit_compile(config, tf.distribute.get_strategy(), width) is jit
+    assert _jit_compile(LoopConfig(output_dir="unused", dtype=dtype, jit_compile=False),
+                        tf.distribute.get_strategy(), width) is False

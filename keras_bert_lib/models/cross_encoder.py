@@ -5,7 +5,7 @@ import numpy as np
 from keras import ops
 
 from keras_bert_lib.heads import ClassificationHead
-from keras_bert_lib.models.task_model import TaskModel, default_optimizer
+from keras_bert_lib.models.task_model import HEAD_DTYPE, TaskModel, default_optimizer
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
@@ -40,7 +40,7 @@ class CrossEncoder(TaskModel):
     """
 
     def __init__(self, encoder, preprocessor=None, dropout=0.1, pooling="cls", trainable_blocks=None, **kwargs):
-        dtype = encoder.dtype_policy
+        dtype = HEAD_DTYPE
         # === Layers ===
         head = ClassificationHead(1, dropout, encoder.config.initializer_range, name="classifier", dtype=dtype)
         # === Functional graph ===

@@ -50,7 +50,7 @@ class BertPretrainer(ChecksInputs, keras.Model):
                 "pooler (DistilBERT shape); pass sentence_task=None."
             )
         config = encoder.config
-        dtype = encoder.dtype_policy
+        dtype = encoder.layers_dtype_policy
         # === Layers ===
         mlm_head = MaskedLMHead(encoder.token_embedding, config.hidden_act, config.layer_norm_eps,
                                 config.initializer_range, name="mlm_head", dtype=dtype)

@@ -6,7 +6,7 @@ from keras import ops
 
 from keras_bert_lib.heads import Pooling
 from keras_bert_lib.models.input_checks import _is_tf_dataset
-from keras_bert_lib.models.task_model import TaskModel, default_optimizer
+from keras_bert_lib.models.task_model import HEAD_DTYPE, TaskModel, default_optimizer
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
@@ -80,7 +80,7 @@ class SentenceEmbedder(TaskModel):
     """
 
     def __init__(self, encoder, preprocessor=None, pooling="mean", normalize=True, trainable_blocks=None, **kwargs):
-        dtype = encoder.dtype_policy
+        dtype = HEAD_DTYPE
         # === Layers ===
         pool = Pooling(pooling, normalize=normalize, name="pooling", dtype=dtype)
         # === Functional graph ===

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 
 from keras_bert_lib.heads import SpanHead
-from keras_bert_lib.models.task_model import TaskModel, default_optimizer
+from keras_bert_lib.models.task_model import HEAD_DTYPE, TaskModel, default_optimizer
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
@@ -45,7 +45,7 @@ class SpanQuestionAnswerer(TaskModel):
     def __init__(self, encoder, preprocessor=None, max_query_length=64, doc_stride=128, max_answer_length=30,
                  n_best_size=20, trainable_blocks=None, **kwargs):
         # === Layers ===
-        head = SpanHead(encoder.config.initializer_range, name="span", dtype=encoder.dtype_policy)
+        head = SpanHead(encoder.config.initializer_range, name="span", dtype=HEAD_DTYPE)
         # === Functional graph ===
         inputs = self._encoder_inputs()
         outputs = head(encoder(inputs)["sequence_output"], padding_mask=inputs["padding_mask"])

@@ -8,6 +8,11 @@ from keras_bert_lib.heads import Pooling
 from keras_bert_lib.models.checkpoint_loading import load_checkpoint
 from keras_bert_lib.models.input_checks import ChecksInputs, _is_tf_dataset
 
+# The pooling and task heads compute in float32 whatever the encoder's policy, as Keras'
+# mixed-precision guide advises for a model's last layers: a bfloat16 head would round the
+# logits to 8 bits of mantissa (a classifier's near-ties flip on that), for a negligible share
+# of the work. The pre-training heads follow the encoder (their V-wide matmul is not negligible).
+HEAD_DTYPE = "float32"
 POOLINGS = ("cls", "mean")  # a classifier's or cross-encoder's: the [CLS] pooler, or the masked mean
 
 

@@ -5,7 +5,7 @@ import numpy as np
 
 from keras_bert_lib.heads import ClassificationHead
 from keras_bert_lib.models.distillation import DistillationLoss, LabelledAccuracy, teacher_agreement
-from keras_bert_lib.models.task_model import TaskModel, default_optimizer
+from keras_bert_lib.models.task_model import HEAD_DTYPE, TaskModel, default_optimizer
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
@@ -51,7 +51,7 @@ class TextClassifier(TaskModel):
                  trainable_blocks=None, **kwargs):
         if class_names is not None and len(class_names) != num_classes:
             raise ValueError(f"{len(class_names)} class_names for num_classes={num_classes}.")
-        dtype = encoder.dtype_policy
+        dtype = HEAD_DTYPE
         # === Layers ===
         head = ClassificationHead(num_classes, dropout, encoder.config.initializer_range,
                                   name="classifier", dtype=dtype)

@@ -7,7 +7,7 @@ import numpy as np
 
 from keras_bert_lib.heads import TokenClassificationHead
 from keras_bert_lib.metrics import tags_to_entities
-from keras_bert_lib.models.task_model import TaskModel, default_optimizer
+from keras_bert_lib.models.task_model import HEAD_DTYPE, TaskModel, default_optimizer
 
 _WORD = re.compile(r"\S+")
 
@@ -53,7 +53,7 @@ class TokenClassifier(TaskModel):
             raise ValueError(f"labels must be distinct tags, at least one; got {labels}.")
         # === Layers ===
         head = TokenClassificationHead(len(labels), dropout, encoder.config.initializer_range, name="tagger",
-                                       dtype=encoder.dtype_policy)
+                                       dtype=HEAD_DTYPE)
         # === Functional graph ===
         inputs = self._encoder_inputs()
         super().__init__(inputs=inputs, outputs=head(encoder(inputs)["sequence_output"]), **kwargs)

@@ -73,9 +73,7 @@ class LoopConfig:
                                                            "batches ('none': every batch)")
     dtype: str = option("float32", "Keras dtype policy", choices=DTYPES)
     strategy: str = option("auto", "tf.distribute strategy", choices=STRATEGIES)
-    jit_compile: bool = option(True, "compile training steps with XLA (mixed_bfloat16 models 512 or more wide "
-                               "on a CPU with AVX512-BF16 or AMX run TensorFlow's graph instead: oneDNN's "
-                               "bfloat16 kernels)")
+    jit_compile: bool = option(True, "compile training steps with XLA (bfloat16 on AVX512-BF16/AMX: graph)")
     seed: int = option(0, "seed of the data split, instances, masks and initial weights")
 
     def __post_init__(self):

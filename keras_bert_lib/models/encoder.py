@@ -39,6 +39,9 @@ class BertEncoder(ChecksInputs, keras.Model):
         vocab_size, hidden_size, …, norm_first: the `EncoderConfig` fields (see its docstring).
         output_hidden_states: bool. Also output every layer's hidden states.
         output_attentions: bool. Also output every layer's attention probabilities.
+        dtype: a Keras dtype policy for the layers ("mixed_bfloat16", …); `layers_dtype_policy`
+            holds it (the functional model's own `dtype_policy` stays float32). It picks the
+            compiled path of `predict` (`compile_path.choose_jit_compile`).
     Example:
         ```python
         import numpy as np
@@ -47,7 +50,7 @@ class BertEncoder(ChecksInputs, keras.Model):
         batch = {"token_ids": np.array([[101, 7592, 102, 0]], "int32"),
                  "segment_ids": np.zeros((1, 4), "int32"),
                  "padding_mask": np.array([[1, 1, 1, 0]], "int32")}
-        outputs = encoder.predict_on_batch(batch)  # compiled (XLA); see docs
+        outputs = encoder.predict_on_batch(batch)  # compiled (XLA in float32); see docs
         outputs["pooled_output"].shape              # (1, 128)
         ```
     Reference:

@@ -25,7 +25,10 @@ RANKS = {
 KERAS_ONLY = ("layers", "heads", "models")
 # The one TensorFlow import in models/: checking a tf.data.Dataset a user passes to fit, inside
 # that dataset's own pipeline; a tf.data.Dataset means TensorFlow is there.
-TF_DATASET_CHECK = {("keras_bert_lib.models.input_checks", "_checked_dataset")}
+# Functions that are TensorFlow-only branches of backend-neutral code, importing it when they run:
+# the tf.data input check, and the dense product written in the form oneDNN fuses.
+TF_DATASET_CHECK = {("keras_bert_lib.models.input_checks", "_checked_dataset"),
+                    ("keras_bert_lib.layers.bias_activation_dense", "call")}
 
 
 def _module_name(path):

@@ -1,5 +1,7 @@
-"""Reusable Keras layers that assemble BERT-family encoders (keras.ops only)."""
+"""Reusable Keras layers that assemble BERT-family encoders (keras.ops; on TensorFlow,
+BiasActivationDense writes its product in the form oneDNN fuses)."""
 
+from keras_bert_lib.layers.bias_activation_dense import BiasActivationDense
 from keras_bert_lib.layers.feed_forward import FeedForward
 from keras_bert_lib.layers.multi_head_self_attention import MultiHeadSelfAttention
 from keras_bert_lib.layers.position_embedding import PositionEmbedding
@@ -8,6 +10,7 @@ from keras_bert_lib.layers.token_embedding import TokenEmbedding
 from keras_bert_lib.layers.transformer_encoder_block import TransformerEncoderBlock
 
 __all__ = [
+    "BiasActivationDense",
     "FeedForward",
     "MultiHeadSelfAttention",
     "PositionEmbedding",

@@ -3,6 +3,7 @@
 import keras
 
 from keras_bert_lib.layers.activations import get_activation
+from keras_bert_lib.layers.bias_activation_dense import BiasActivationDense
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
@@ -37,7 +38,7 @@ class FeedForward(keras.layers.Layer):
     def build(self, input_shape):
         init = keras.initializers.TruncatedNormal
         # === Layers ===
-        self.intermediate = keras.layers.Dense(
+        self.intermediate = BiasActivationDense(
             self.intermediate_size, activation=get_activation(self.hidden_act),
             kernel_initializer=init(stddev=self.initializer_range), name="intermediate",
             dtype=self.dtype_policy,

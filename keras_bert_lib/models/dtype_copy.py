@@ -1,0 +1,43 @@
+"""with_dtype: a copy of an encoder or task model whose encoder runs in another dtype policy."""
+
+import keras
+
+from keras_bert_lib.models.encoder import BertEncoder
+
+
+def with_dtype(model, dtype):
+    """A copy of `model` (a `BertEncoder` or a task model) with its encoder in `dtype`, weights cast.
+
+    The serving copy of a bfloat16 model: `mixed_bfloat16` keeps float32 variables (what training
+    needs) and casts every kernel to bfloat16 on every call; `with_dtype(model, "bfloat16")`
+    stores them in bfloat16 once. BERT-Base, batch 1 × 128 on an AVX512-BF16 CPU: 105.5 ms
+    against 118.5 in `mixed_bfloat16` and 138.0 in float32 (XLA), with the same outputs as
+    `mixed_bfloat16` (docs/index.md, "Speed"). Task heads and pooling stay float32
+    (`HEAD_DTYPE`); the preprocessor is shared. For inference: train in `mixed_bfloat16`
+    (bfloat16 variables round away small updates), then copy.
+
+    Args:
+        model: a `BertEncoder`, or a task model holding one as `.encoder`.
+        dtype: a Keras dtype policy or its name ("bfloat16", "mixed_bfloat16", "float32").
+    Returns:
+        a new model of the same class and config, its encoder's layers in `dtype`.
+    Example:
+        ```python
+        from keras_bert_lib import bert_tiny
+        from keras_bert_lib.models import with_dtype
+        serving = with_dtype(bert_tiny(dtype="mixed_bfloat16"), "bfloat16")
+        serving.token_embedding.embeddings.dtype   # "bfloat16"
+        ```
+    """
+    encoder = getattr(model, "encoder", model)
+    if not isinstance(encoder, BertEncoder):
+        raise TypeError(f"with_dtype takes a BertEncoder or a task model with one as `.encoder`; got "
+                        f"{type(model).__name__}.")
+    copy = BertEncoder.from_config({**encoder.get_config(), "dtype": dtype})
+    if encoder is not model:
+        copy = type(model).from_config({**model.get_config(), "encoder": copy, "preprocessor": model.preprocessor})
+    for new, old in zip(copy.weights, model.weights, strict=True):
+        if tuple(new.shape) != tuple(old.shape):
+            raise ValueError(f"with_dtype: {new.path} has shape {new.shape} in the copy and {old.shape} in the model.")
+        new.assign(keras.ops.cast(old, new.dtype))
+    return copy

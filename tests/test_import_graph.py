@@ -19,14 +19,13 @@ RANKS = {
     "models": 4,
     "data": 5,
     "training": 6,
-    "runs": 7, "export": 7,
+    "runs": 7, "export": 7, "viz": 7,
     "cli": 8,
 }
 KERAS_ONLY = ("layers", "heads", "models")
-# The one TensorFlow import in models/: checking a tf.data.Dataset a user passes to fit, inside
-# that dataset's own pipeline; a tf.data.Dataset means TensorFlow is there.
 # Functions that are TensorFlow-only branches of backend-neutral code, importing it when they run:
-# the tf.data input check, and the dense product written in the form oneDNN fuses.
+# checking a tf.data.Dataset a user passes to fit, inside that dataset's own pipeline (a
+# tf.data.Dataset means TensorFlow is there), and the dense product written in the form oneDNN fuses.
 TF_DATASET_CHECK = {("keras_bert_lib.models.input_checks", "_checked_dataset"),
                     ("keras_bert_lib.layers.bias_activation_dense", "call")}
 

@@ -9,7 +9,7 @@ import keras
 import pytest
 
 import keras_bert_lib
-from keras_bert_lib import checkpoints, data, heads, layers, metrics, models, runs, text, training
+from keras_bert_lib import checkpoints, data, heads, layers, metrics, models, runs, text, training, viz
 
 CLASSES = [getattr(m, n) for m in (layers, heads, models) for n in m.__all__ if inspect.isclass(getattr(m, n))]
 
@@ -35,7 +35,7 @@ def test_every_class_has_a_harness_spec(cls):
 
 def _public_objects():
     seen = {}
-    for module in (keras_bert_lib, layers, heads, models, checkpoints, text, data, training, runs, metrics):
+    for module in (keras_bert_lib, layers, heads, models, checkpoints, text, data, training, runs, metrics, viz):
         for name in module.__all__:
             obj = getattr(module, name)
             if callable(obj) and not isinstance(obj, tuple):

@@ -19,3 +19,35 @@ def test_code_block_runs(page, index, block):
 
 def test_there_are_blocks_to_run():
     assert any(p.name == "README.md" for p, _, _ in BLOCKS)
+
+
+def test_the_site_builds_with_no_warning(tmp_path):
+    """mkdocs build --strict: every page in the nav, every link and anchor, every API docstring."""
+    import os
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert (tmp_path / "api" / "layers" / "index.html").exists()
+
+
+def test_every_tutorial_says_how_long_it_runs():
+    for page in sorted((ROOT / "docs" / "tutorials").glob("*.md")):
+        assert re.search(r"Runs in about \d+ s", page.read_text()), page.name
+
+
+def test_the_front_page_reaches_every_task_in_one_link():
+    """Build, load, tokenize, pre-train, fine-tune, export, serve: each a link on the front page to
+    a page that exists (and the anchor on it, checked by the strict build)."""
+    front = (ROOT / "docs" / "index.md").read_text()
+    rows = {"build `bert_base`": None, "load a checkpoint": "checkpoints.md", "tokenize text": "tutorials/tokenization.md",
+            "pre-train": "pretraining.md", "fine-tune": "finetuning.md", "export": "export.md",
+            "serve with TF Serving": "export.md"}
+    for task, target in rows.items():
+        line = next((ln for ln in front.splitlines() if ln.startswith(f"| {task}")), None)
+        assert line is not None, task
+        if target:
+            assert f"]({target}" in line and (ROOT / "docs" / target).exists(), line

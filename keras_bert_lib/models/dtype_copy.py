@@ -12,7 +12,7 @@ def with_dtype(model, dtype):
     needs) and casts every kernel to bfloat16 on every call; `with_dtype(model, "bfloat16")`
     stores them in bfloat16 once. BERT-Base, batch 1 × 128 on an AVX512-BF16 CPU: 105.5 ms
     against 118.5 in `mixed_bfloat16` and 138.0 in float32 (XLA), with the same outputs as
-    `mixed_bfloat16` (docs/index.md, "Speed"). Task heads and pooling stay float32
+    `mixed_bfloat16` (docs/design.md, "Speed"). Task heads and pooling stay float32
     (`HEAD_DTYPE`); the preprocessor is shared. For inference: train in `mixed_bfloat16`
     (bfloat16 variables round away small updates), then copy.
 

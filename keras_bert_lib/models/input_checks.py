@@ -2,7 +2,7 @@
 
 Under XLA a gather clamps an out-of-range id instead of failing, a segment id past the table
 gives a zero vector, and a float id or a 0.5 mask is cast without a word. So the values are
-checked on the host, before the compiled step: numpy in microseconds (docs/index.md, "Speed").
+checked on the host, before the compiled step: numpy in microseconds (docs/design.md, "Speed").
 """
 
 import keras

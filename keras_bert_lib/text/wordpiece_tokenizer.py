@@ -37,7 +37,7 @@ class WordPieceTokenizer(keras.layers.Layer):
     eagerly only: text-in export then needs tensorflow-text, and the error says so.
 
     Args:
-        vocabulary: a `vocab.txt` path or a list of tokens; must hold [PAD] [UNK] [CLS] [SEP] [MASK].
+        vocabulary: a `vocab.txt` path or a list of tokens; must hold `[PAD]` `[UNK]` `[CLS]` `[SEP]` `[MASK]`.
         lowercase: bool. Lower-case the text (uncased models).
         strip_accents: bool or None. Strip accents; None means the same as `lowercase` (BERT's rule).
         max_bytes_per_word: int. Longer words become [UNK] (HuggingFace counts 100 characters;
@@ -132,7 +132,7 @@ class WordPieceTokenizer(keras.layers.Layer):
 
     @property
     def special_ids(self):
-        """The ids of [PAD] [UNK] [CLS] [SEP] [MASK] (0, 100, 101, 102, 103 in bert-base-uncased)."""
+        """The ids of `[PAD]` `[UNK]` `[CLS]` `[SEP]` `[MASK]` (0, 100, 101, 102, 103 in bert-base-uncased)."""
         return [self.token_to_id(t) for t in SPECIAL_TOKENS]
 
     def vocabulary_size(self):

@@ -72,9 +72,9 @@ def compiled(model, jit):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--length", type=int, default=128)
-    parser.add_argument("--layers", type=int, default=12)
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds; medians of these (default: 7)")
+    parser.add_argument("--length", type=int, default=128, help="sequence length T (default: 128)")
+    parser.add_argument("--layers", type=int, default=12, help="encoder layers L of the BERT-Base-shaped models (default: 12)")
     args = parser.parse_args()
 
     config = kb.PRESETS["bert_base"].replace(hidden_act="gelu_tanh", num_hidden_layers=args.layers)

@@ -108,3 +108,15 @@ def test_the_html_page_draws_every_head_in_headless_chromium(maps, tmp_path):
 
     pixels = matplotlib.image.imread(str(shot))[..., :3]
     assert pixels.std() > 0.05 and (pixels < 0.9).mean() > 0.02, "the screenshot is blank"
+
+
+def test_the_tutorials_picture_is_what_the_code_draws(maps, tmp_path):
+    """docs/img/attention_animal_layer3.png is the PNG that docs/tutorials/attention_pictures.md's
+    block draws: drawn again here, it matches the committed one pixel for pixel (within 1% of the
+    colour range on average: fonts may antialias differently)."""
+    import matplotlib.image
+
+    committed = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "img", "attention_animal_layer3.png")
+    drawn = plot_attention(maps, str(tmp_path / "a.png"), layer=3, heads=[0, 1, 2, 3])
+    a, b = (matplotlib.image.imread(p)[..., :3] for p in (committed, drawn))
+    assert a.shape == b.shape and np.abs(a - b).mean() < 0.01, (a.shape, b.shape)

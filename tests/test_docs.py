@@ -44,7 +44,7 @@ def test_the_front_page_reaches_every_task_in_one_link():
     a page that exists (and the anchor on it, checked by the strict build)."""
     front = (ROOT / "docs" / "index.md").read_text()
     rows = {"build `bert_base`": None, "load a checkpoint": "checkpoints.md", "tokenize text": "tutorials/tokenization.md",
-            "pre-train": "pretraining.md", "fine-tune": "finetuning.md", "export": "export.md",
+            "pre-train": "tutorials/pretraining.md", "fine-tune": "finetuning.md", "export": "export.md",
             "serve with TF Serving": "export.md"}
     for task, target in rows.items():
         line = next((ln for ln in front.splitlines() if ln.startswith(f"| {task}")), None)

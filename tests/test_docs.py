@@ -17,6 +17,24 @@ def test_code_block_runs(page, index, block):
     exec(compile(block, f"{page.name} block {index}", "exec"), {})
 
 
+TUTORIAL_SHELL = [(page, i, block) for page in sorted((ROOT / "docs" / "tutorials").glob("*.md"))
+                  for i, block in enumerate(re.findall(r"```bash\n(.*?)```", page.read_text(), re.S))]
+
+
+@pytest.mark.parametrize("page,index,block", TUTORIAL_SHELL,
+                         ids=[f"{p.relative_to(ROOT)}#sh{i}" for p, i, _ in TUTORIAL_SHELL])
+def test_tutorial_shell_block_runs(page, index, block, tmp_path):
+    """The tutorials' command lines run too (in a scratch folder, with the project's console script)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+    out = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+
+
 def test_there_are_blocks_to_run():
     assert any(p.name == "README.md" for p, _, _ in BLOCKS)
 

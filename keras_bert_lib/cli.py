@@ -184,17 +184,19 @@ def main(argv=None) -> int:
 
 
 def _attention(args):
-    import os
-
     from keras_bert_lib.models import load_checkpoint
     from keras_bert_lib.text import load_preprocessor
     from keras_bert_lib.viz import attention_html, attention_maps, plot_attention
 
-    encoder = load_checkpoint(args.checkpoint)
-    maps = attention_maps(encoder, load_preprocessor(args.checkpoint, sequence_length=args.sequence_length),
-                          args.text, args.pair)
+    try:  # a missing checkpoint, a layer or head the model lacks: named, no traceback
+        encoder = load_checkpoint(args.checkpoint)
+        maps = attention_maps(encoder, load_preprocessor(args.checkpoint, sequence_length=args.sequence_length),
+                              args.text, args.pair)
+        picture = plot_attention(maps, os.path.join(args.output, "attention.png"), layer=args.layer, heads=args.heads)
+    except ValueError as e:
+        print(f"keras-bert attention: {e}", file=sys.stderr)
+        return 2
     page = attention_html(maps, os.path.join(args.output, "attention.html"), title=f"Attention: {args.text}")
-    picture = plot_attention(maps, os.path.join(args.output, "attention.png"), layer=args.layer, heads=args.heads)
     print(f"{len(maps.tokens)} tokens, {maps.num_layers} layers x {maps.num_heads} heads")
     print(f"heat maps: {picture}\nhead and model views: {page}")
     return 0

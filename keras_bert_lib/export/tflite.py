@@ -102,8 +102,8 @@ def export_tflite(model, path, quantization=None, preprocessor=None, representat
     diff, cosine = max(d for d, _ in checks), min(c for _, c in checks)
     floor = MIN_COSINE[quantization]
     if not np.isfinite(diff) or (floor is None and diff > 1e-4) or (floor is not None and cosine < floor):
-        hint = (" Full int8 loses BERT's outlier activations (docs/export.md): use quantization='dynamic_int8'."
-                if quantization == "int8" else "")
+        hint = (" One int8 scale per tensor cannot hold BERT's attention mask and outlier activations "
+                "(docs/export.md): use quantization='dynamic_int8'." if quantization == "int8" else "")
         raise RuntimeError(f"The {quantization or 'float32'} TFLite file disagrees with the Keras model (max abs "
                            f"difference {diff:.3g}, cosine {cosine:.5f}); nothing was written.{hint}")
     atomic_write_text(path, flat)

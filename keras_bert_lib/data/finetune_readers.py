@@ -10,6 +10,8 @@ import dataclasses
 import json
 import os
 
+from keras_bert_lib.file_checks import open_text
+
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}
 
 
@@ -46,7 +48,7 @@ def _rows(path):
     if kind is None:
         raise ValueError(f"{path}: the file type is read from its extension, one of {sorted(FORMATS)}; "
                          "rename it (a comma-separated file .csv, tab-separated .tsv, one JSON object a line .jsonl).")
-    with open(path, encoding="utf-8-sig", newline="") as f:
+    with open_text(path, newline="") as f:
         if kind == "jsonl":
             rows = []
             for line, text in enumerate(f, 1):
@@ -100,6 +102,9 @@ def read_examples(path, text_column="text", text_pair_column="text_pair", label_
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise ValueError(f"No such file: {path}")
+    if not os.path.getsize(path):
+        raise ValueError(f"{path} is empty (0 bytes); it needs a header row of column names and one row per "
+                         "example.")
     rows, columns = _rows(path)
     flags = {text_column: "--text-column", text_pair_column: "--text-pair-column", label_column: "--label-column",
              negative_column: "--negative-column"}

@@ -6,6 +6,9 @@ import random
 
 import numpy as np
 
+from keras_bert_lib.file_checks import open_text
+from keras_bert_lib.progress import progress_bar
+
 SENTENCE_TASKS = ("nsp", "sop")
 
 
@@ -26,7 +29,7 @@ def read_documents(paths):
     """
     documents = []
     for path in [paths] if isinstance(paths, str) else paths:
-        with open(path, encoding="utf-8") as f:
+        with open_text(path) as f:
             if str(path).endswith(".jsonl"):
                 for line in f:
                     if line.strip():
@@ -58,11 +61,10 @@ def tokenize_documents(documents, tokenizer, batch_size=4096, verbose=True):
         docs = tokenize_documents([["Hello world.", "Bye."]], tokenizer, verbose=False)
         ```
     """
-    import keras
     import tensorflow as tf
 
     sentences = [s for d in documents for s in d]
-    bar = keras.utils.Progbar(len(sentences), unit_name="sentence") if verbose else None
+    bar = progress_bar(len(sentences), "sentence") if verbose else None
     ids = []
     for start in range(0, len(sentences), batch_size):
         batch = tokenizer(tf.constant(sentences[start:start + batch_size]))

@@ -4,6 +4,8 @@ import dataclasses
 import json
 import logging
 
+from keras_bert_lib.file_checks import open_text
+
 logger = logging.getLogger(__name__)
 
 
@@ -53,7 +55,7 @@ def read_squad(path, mismatched="error"):
     if mismatched not in ("error", "skip"):
         raise ValueError(f"mismatched={mismatched!r} is not 'error' or 'skip'.")
     try:
-        with open(path, encoding="utf-8") as f:
+        with open_text(path) as f:
             data = json.load(f)["data"]
     except (json.JSONDecodeError, KeyError, TypeError) as e:
         raise ValueError(f"{path}: not a SQuAD file ({type(e).__name__}: {e}); SQuAD JSON is "

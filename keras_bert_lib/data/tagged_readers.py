@@ -8,6 +8,7 @@ the fix.
 import dataclasses
 import json
 
+from keras_bert_lib.file_checks import open_text
 from keras_bert_lib.metrics.entities import to_iob2
 
 
@@ -63,7 +64,7 @@ def read_tagged(path, word_column=0, tag_column=-1, labels=None, tokens_key="tok
         ```
     """
     words, tags, lines = [], [], []
-    with open(path, encoding="utf-8") as f:
+    with open_text(path) as f:
         if path.lower().endswith((".jsonl", ".json", ".ndjson")):
             for line, text in enumerate(f, 1):
                 if text.strip():

@@ -129,9 +129,22 @@ class _Dropped(logging.Filter):
 
 
 def _optimize(plain, model, tmp):
+    """ONNX Runtime's transformer optimiser, as `optimize_model(model_type="bert")` runs it, without
+    PyTorch. That function first runs ONNX Runtime's basic graph optimisations (constant folding,
+    redundant nodes) through a helper that imports torch (onnxruntime 1.32), which the export
+    extra does not install. The same pass is asked of an InferenceSession here (the helper's
+    session options: basic level, ConstantSharing off); then the Python fusions alone
+    (`opt_level=0`) run on its output. The fused graph is the one `optimize_model` makes (tested)."""
+    import onnxruntime as ort
     from onnxruntime.transformers import optimizer
     from onnxruntime.transformers.fusion_options import AttentionMaskFormat, FusionOptions
 
+    basic = os.path.join(tmp, "basic.onnx")
+    session_options = ort.SessionOptions()
+    session_options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    session_options.optimized_model_filepath = basic
+    ort.InferenceSession(plain, session_options, providers=["CPUExecutionProvider"],
+                         disabled_optimizers=["ConstantSharing"])
     config = getattr(model, "encoder", model).config
     options = FusionOptions("bert")
     # The fused Attention reads the 0/1 mask itself, not a length per row: any padding is exact.
@@ -140,8 +153,9 @@ def _optimize(plain, model, tmp):
     level = quiet.level
     quiet.setLevel(logging.ERROR)
     try:
-        optimized = optimizer.optimize_model(plain, model_type="bert", num_heads=config.num_attention_heads,
-                                             hidden_size=config.hidden_size, optimization_options=options)
+        optimized = optimizer.optimize_model(basic, model_type="bert", num_heads=config.num_attention_heads,
+                                             hidden_size=config.hidden_size, optimization_options=options,
+                                             opt_level=0)
     finally:
         quiet.setLevel(level)
     counts = {k: v for k, v in optimized.get_fused_operator_statistics().items() if k in FUSED and v}

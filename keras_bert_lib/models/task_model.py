@@ -1,6 +1,8 @@
 """TaskModel: what the fine-tuning models share — raw strings in, the fine-tuning regimes, and
 `from_checkpoint`."""
 
+import logging
+
 import keras
 import numpy as np
 
@@ -13,6 +15,7 @@ from keras_bert_lib.models.input_checks import ChecksInputs, _is_tf_dataset
 # logits to 8 bits of mantissa (a classifier's near-ties flip on that), for a negligible share
 # of the work. The pre-training heads follow the encoder (their V-wide matmul is not negligible).
 HEAD_DTYPE = "float32"
+logger = logging.getLogger(__name__)
 POOLINGS = ("cls", "mean")  # a classifier's or cross-encoder's: the [CLS] pooler, or the masked mean
 
 
@@ -150,7 +153,14 @@ class TaskModel(ChecksInputs, keras.Model):
                              "from_checkpoint) to pass raw strings.")
         if _is_tf_dataset(x):
             return x.map(self._ids_of_element)
-        return {k: v.numpy() for k, v in self.preprocessor(x).items()}
+        ids, cut = self.preprocessor.with_truncation(_as_batch(x))
+        cut = int(np.sum(cut))
+        if cut:  # cut as BERT's packing does; said once per call, with the count
+            logger.warning("%d of %d texts are longer than the model's %d tokens and were cut to fit "
+                           "(BertPreprocessor(sequence_length=...) takes more, up to the encoder's %d positions).",
+                           cut, len(ids["token_ids"]), self.preprocessor.sequence_length,
+                           self.encoder.config.max_sequence_length)
+        return {k: v.numpy() for k, v in ids.items()}
 
     def _ids_of_element(self, *element):
         """A dataset element: texts, (texts, y) or (texts, y, sample_weight); texts a string
@@ -164,7 +174,7 @@ class TaskModel(ChecksInputs, keras.Model):
 
     def _validation(self, data):
         if isinstance(data, tuple) and not _is_tf_dataset(data[0]):
-            return (self._ids(data[0]), *(_array(d) for d in data[1:]))
+            return (self._ids(data[0]), *(self._targets(d) if i == 0 else _array(d) for i, d in enumerate(data[1:])))
         return self._ids(data)
 
     def __call__(self, inputs, *args, **kwargs):
@@ -172,6 +182,8 @@ class TaskModel(ChecksInputs, keras.Model):
                                 *args, **kwargs)
 
     def predict(self, x, *args, **kwargs):
+        if _rows(x) == 0:  # Keras' predict cannot run zero steps: the outputs of one row, cut to none
+            return keras.tree.map_structure(lambda a: a[:0], super().predict(self._ids(_one_row(x)), verbose=0))
         return super().predict(self._ids(x), *args, **kwargs)
 
     def predict_on_batch(self, x):
@@ -180,18 +192,22 @@ class TaskModel(ChecksInputs, keras.Model):
     def fit(self, x=None, y=None, *args, **kwargs):
         if kwargs.get("validation_data") is not None:
             kwargs["validation_data"] = self._validation(kwargs["validation_data"])
-        return super().fit(self._ids(x), _array(y), *args, **kwargs)
+        return super().fit(self._ids(x), self._targets(y), *args, **kwargs)
 
     def evaluate(self, x=None, y=None, *args, **kwargs):
         if kwargs.get("_use_cached_eval_dataset"):
             return super().evaluate(x, y, *args, **kwargs)
-        return super().evaluate(self._ids(x), _array(y), *args, **kwargs)
+        return super().evaluate(self._ids(x), self._targets(y), *args, **kwargs)
 
     def train_on_batch(self, x, y=None, *args, **kwargs):
-        return super().train_on_batch(self._ids(x), _array(y), *args, **kwargs)
+        return super().train_on_batch(self._ids(x), self._targets(y), *args, **kwargs)
 
     def test_on_batch(self, x, y=None, *args, **kwargs):
-        return super().test_on_batch(self._ids(x), _array(y), *args, **kwargs)
+        return super().test_on_batch(self._ids(x), self._targets(y), *args, **kwargs)
+
+    def _targets(self, y):
+        """The labels as Keras takes them; a task with named classes maps and checks them."""
+        return _array(y)
 
     def checkpoint_class_names(self):
         """The labels `save_checkpoint` writes as HF `*ForSequenceClassification`'s `id2label`, or
@@ -214,6 +230,36 @@ class TaskModel(ChecksInputs, keras.Model):
             if isinstance(config.get(key), dict):
                 config[key] = keras.saving.deserialize_keras_object(config[key])
         return cls(**config)
+
+
+def _as_batch(x):
+    """A lone text (a str) or a lone pair (a tuple of two str) as a batch of one."""
+    if isinstance(x, str):
+        return [x]
+    if isinstance(x, tuple) and x and all(isinstance(part, str) for part in x):
+        return tuple([part] for part in x)
+    return x
+
+
+def _rows(x):
+    """How many rows `x` holds: texts, a (first, second) tuple of them, or an id dict; None when
+    that is not known without reading it (a dataset, a generator)."""
+    x = _as_batch(x)
+    if isinstance(x, dict):
+        ids = x.get("token_ids")
+        return len(ids) if hasattr(ids, "__len__") else None
+    if isinstance(x, tuple) and x:
+        x = x[0]
+    return len(x) if isinstance(x, (list, np.ndarray)) else None
+
+
+def _one_row(x):
+    """One row of the kind of `x` (an empty batch): an empty text, an empty pair, or one id row
+    of [CLS]-free zeros, whose outputs give the shapes and dtypes of the empty result."""
+    if isinstance(x, dict):
+        length = max(*np.shape(x["token_ids"])[1:2], 1)
+        return {k: np.full((1, length), int(k == "padding_mask"), "int32") for k in x}
+    return tuple([""] for _ in x) if isinstance(x, tuple) else [""]
 
 
 def _array(labels):

@@ -80,6 +80,31 @@ class TextClassifier(TaskModel):
                        else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
         super().compile(optimizer=default_optimizer() if optimizer == "auto" else optimizer, loss=loss, metrics=metrics, **kwargs)
 
+    def _targets(self, y):
+        """Class indices from `y`: names are looked up in `class_names`; every label is checked
+        against [0, num_classes) before training (on the device a bad index is a graph error)."""
+        y = super()._targets(y)
+        if self.num_classes == 1 or not isinstance(y, np.ndarray) or (y.ndim > 1 and y.shape[-1] > 1):
+            return y  # a regression; a dataset; soft targets (distillation) or one-hot rows
+        if y.dtype.kind in "USO":
+            if not self.class_names:
+                raise ValueError(f"The labels are strings ({y.flat[0]!r}, ...) but this classifier has no class_names; "
+                                 "build it with class_names=[...] (their order gives the indices), or pass indices.")
+            index = {name: i for i, name in enumerate(self.class_names)}
+            unknown = [(row, label) for row, label in enumerate(y.reshape(-1)) if str(label) not in index]
+            if unknown:
+                row, label = unknown[0]
+                raise ValueError(f"Label {str(label)!r} (row {row}) is not one of the class_names {self.class_names}.")
+            return np.array([index[str(label)] for label in y.reshape(-1)], "int32").reshape(y.shape)
+        flat = y.reshape(-1)
+        if flat.dtype.kind in "iuf":
+            bad = np.flatnonzero((flat < 0) | (flat >= self.num_classes) | (flat != np.floor(flat)))
+            if len(bad):
+                raise ValueError(f"Label {flat[bad[0]].item()!r} (row {bad[0]}) is outside the classes 0 … "
+                                 f"{self.num_classes - 1} (num_classes={self.num_classes}); pass class indices"
+                                 f"{' or the class_names ' + str(self.class_names) if self.class_names else ''}.")
+        return y
+
     def predict_labels(self, x, batch_size=32):
         """The predicted class of each input, as its name when the model has `class_names`."""
         predicted = np.argmax(self.predict(x, batch_size=batch_size, verbose=0), axis=-1)

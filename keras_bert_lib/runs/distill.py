@@ -21,6 +21,7 @@ from keras_bert_lib.metrics import classification_metrics
 from keras_bert_lib.models import (DistillationLoss, TextClassifier, distillation_targets, load_checkpoint,
                                    student_from_teacher)
 from keras_bert_lib.models.student import check_layers
+from keras_bert_lib.progress import progress_verbose
 from keras_bert_lib.runs.finetune import EpochConfig, _dataset, _save, _texts
 from keras_bert_lib.training.loop import option, prepare_output_dir, train
 
@@ -37,19 +38,19 @@ class DistillConfig(EpochConfig):
     """
 
     teacher: str | None = option(None, "the fine-tuned classifier to distil: a `keras-bert finetune classify` "
-                                       "run's folder or its model.keras")
+                                       "run's folder or its model.keras", input_path=True)
     train: str | None = option(None, "training texts (.csv, .tsv or .jsonl); a label column is used where it "
                                      "has a value, empty cells and a file without one are labelled by the "
-                                     "teacher alone")
+                                     "teacher alone", input_path=True)
     validation: str | None = option(None, "labelled validation file; the student's and the teacher's numbers "
-                                          "go in report.json")
+                                          "go in report.json", input_path=True)
     student_layers: list | None = option(None, "the teacher's layers the student starts from, e.g. 0 2 5; "
                                                "'none': half of them spread evenly (12 layers: DistilBERT's "
                                                "0 2 4 7 9 11)")
     student_checkpoint: str | None = option(None, "take the student's layers and embeddings from this "
                                                   "checkpoint folder (e.g. the pre-trained encoder the teacher "
                                                   "was fine-tuned from) instead of the teacher; 'none': the "
-                                                  "teacher's, with its classification head")
+                                                  "teacher's, with its classification head", input_path=True)
     temperature: float = option(2.0, "softmax temperature T of the teacher's and the student's logits "
                                      "(DistilBERT: 2)")
     alpha: float = option(0.5, "weight of the soft targets where a text has a label, 1 - alpha on the label "
@@ -114,7 +115,7 @@ def _teacher_targets(config, teacher, texts, ids, name):
         targets = np.load(path)
         if targets.shape[0] == len(ids):
             return targets
-    targets = distillation_targets(teacher, texts, labels=ids, batch_size=config.batch_size, verbose=1)
+    targets = distillation_targets(teacher, texts, labels=ids, batch_size=config.batch_size, verbose=progress_verbose())
     buffer = io.BytesIO()
     np.save(buffer, targets)
     atomic_write_text(path, buffer.getvalue())

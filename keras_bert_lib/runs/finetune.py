@@ -25,7 +25,7 @@ from keras_bert_lib.metrics import classification_metrics, mrr_at_k, recall_at_k
 from keras_bert_lib.runs.finetune_spans import _Ner, _Squad
 from keras_bert_lib.models import CrossEncoder, SentenceEmbedder, TextClassifier, load_checkpoint, save_checkpoint
 from keras_bert_lib.text import load_preprocessor, write_vocabulary
-from keras_bert_lib.training.loop import LoopConfig, option, prepare_output_dir, train
+from keras_bert_lib.training.loop import LoopConfig, cli_flag, option, prepare_output_dir, train
 
 logger = logging.getLogger(__name__)
 TASKS = ("classify", "embed", "rerank", "squad", "ner")
@@ -56,8 +56,11 @@ class EpochConfig(LoopConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.epochs < 1 or self.batch_size < 1 or not 0 <= self.warmup_fraction < 1:
-            raise ValueError("epochs and batch_size must be at least 1, warmup_fraction in [0, 1).")
+        for name in ("epochs", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)} ({cli_flag(name)}) must be at least 1.")
+        if not 0 <= self.warmup_fraction < 1:
+            raise ValueError(f"warmup_fraction={self.warmup_fraction} (--warmup-fraction) must be in [0, 1).")
 
     def resolved(self, size, source):
         """The config with steps, steps_per_epoch and warmup_steps worked out for `size` training
@@ -88,9 +91,10 @@ class FinetuneConfig(EpochConfig):
                                    "squad: answer spans (SQuAD JSON); ner: a tag per word (CoNLL or JSONL)",
                        choices=TASKS)
     checkpoint: str | None = option(None, "the checkpoint folder to start from (Google TF1 or HuggingFace, "
-                                          "with its vocab.txt)")
-    train: str | None = option(None, "training file: .csv, .tsv or .jsonl")
-    validation: str | None = option(None, "validation file, the same columns; its numbers go in report.json")
+                                          "with its vocab.txt)", input_path=True)
+    train: str | None = option(None, "training file: .csv, .tsv or .jsonl", input_path=True)
+    validation: str | None = option(None, "validation file, the same columns; its numbers go in report.json",
+                                      input_path=True)
     tfds: str | None = option(None, "a TFDS data set instead of the files, e.g. glue/sst2 (needs the [tfds] extra)")
     tfds_splits: list = option(["train", "validation"], "the TFDS training and validation splits")
     text_column: str = option("text", "column of the text (embed: the anchor; rerank: the query)")

@@ -13,6 +13,7 @@ import os
 from keras_bert_lib.atomic_write import atomic_write_text
 from keras_bert_lib.config import PRESETS
 from keras_bert_lib.data import build_pretraining_datasets
+from keras_bert_lib.file_checks import check_utf8
 from keras_bert_lib.models import BertPretrainer, build_encoder, save_checkpoint
 from keras_bert_lib.text import WordPieceTokenizer, build_stdlib_corpus, learn_vocabulary, write_vocabulary
 from keras_bert_lib.training.loop import LoopConfig, option, prepare_output_dir, train
@@ -47,8 +48,8 @@ class PretrainConfig(LoopConfig):
     learning_rate: float = option(2e-3, "peak learning rate (the paper: 1e-4 at batch 256)")
     corpus: list = option([], "corpus files: one sentence a line, a blank line between documents "
                               "(Google's format), or .jsonl with a 'text' field; none: Python's "
-                              "standard-library docstrings")
-    vocab: str | None = option(None, "a vocab.txt to use; 'none': learn one on the corpus")
+                              "standard-library docstrings", input_path=True)
+    vocab: str | None = option(None, "a vocab.txt to use; 'none': learn one on the corpus", input_path=True)
     vocab_size: int = option(8000, "largest vocabulary to learn")
     lowercase: bool = option(True, "uncased: lower-case and strip accents")
     preset: str = option("bert_tiny", "encoder shape", choices=tuple(PRESETS))
@@ -69,7 +70,8 @@ class PretrainConfig(LoopConfig):
                                      choices=(None, "GZIP", "ZLIB"))
     batch_size: int = option(64, "instances per step (the paper: 256)")
     eval_fraction: float = option(0.05, "share of documents held out for evaluation")
-    init_checkpoint: str | None = option(None, "a pretrainer's .weights.h5 to start from (a later phase)")
+    init_checkpoint: str | None = option(None, "a pretrainer's .weights.h5 to start from (a later phase)",
+                                         input_path=True)
     # The paper's schedule (Devlin et al., 2019, Appendix A.2):
     #   [{"max_seq_length": 128, "max_predictions": 20, "steps": 900000},
     #    {"max_seq_length": 512, "max_predictions": 80, "steps": 100000}]
@@ -106,6 +108,7 @@ def run_pretraining(config: PretrainConfig):
     missing = [p for p in [*config.corpus, *([config.vocab] if config.vocab else [])] if not os.path.isfile(p)]
     if missing:
         raise ValueError(f"No such file: {', '.join(missing)}. Nothing was written.")
+    check_utf8([*config.corpus, *([config.vocab] if config.vocab else [])])  # before anything is written
     finished = prepare_output_dir(config)
     if finished is not None:
         return finished

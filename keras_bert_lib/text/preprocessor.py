@@ -50,12 +50,25 @@ class BertPreprocessor(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs):
+        return self._pack(inputs)[0]
+
+    def with_truncation(self, inputs):
+        """(the call's result, a bool tensor that says which texts were cut): a text (pair) is cut
+        when its word pieces and special tokens exceed `sequence_length`."""
+        return self._pack(inputs, lengths=True)
+
+    def _pack(self, inputs, lengths=False):
         texts = _segments(inputs)
         scalar = texts[0].shape.rank == 0
         t = self.tokenizer
-        out = pack_segments([t(x[None] if scalar else x) for x in texts], self.sequence_length,
-                            t.cls_id, t.sep_id, t.pad_id, self.truncate)
-        return {k: v[0] for k, v in out.items()} if scalar else out
+        pieces = [t(x[None] if scalar else x) for x in texts]
+        out = pack_segments(pieces, self.sequence_length, t.cls_id, t.sep_id, t.pad_id, self.truncate)
+        cut = None
+        if lengths:  # the graphs that serve (SavedModel, TFLite) never build this
+            cut = sum(tf.cast(p.row_lengths(), tf.int32) for p in pieces) + len(pieces) + 1 > self.sequence_length
+        if scalar:
+            return {k: v[0] for k, v in out.items()}, None if cut is None else cut[0]
+        return out, cut
 
     def compute_output_spec(self, inputs):
         first = inputs[0] if isinstance(inputs, tuple) else inputs

@@ -7,6 +7,7 @@ import sys
 import sysconfig
 
 from keras_bert_lib.atomic_write import atomic_write_text
+from keras_bert_lib.progress import progress_bar
 
 # Folders of the standard library that hold tests, demos or third-party code, not documentation.
 _SKIP_DIRS = {"test", "tests", "idle_test", "site-packages", "dist-packages", "__pycache__",
@@ -76,7 +77,6 @@ def build_stdlib_corpus(path=None, verbose=True):
         first_document = open(corpus, encoding="utf-8").read().split("\\n\\n")[0]
         ```
     """
-    import keras
 
     if path is None:
         cache = os.environ.get("KERAS_BERT_LIB_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "keras_bert_lib"))
@@ -84,7 +84,7 @@ def build_stdlib_corpus(path=None, verbose=True):
     if os.path.isfile(path):
         return path
     files = list(_source_files(sysconfig.get_paths()["stdlib"]))
-    bar = keras.utils.Progbar(len(files), unit_name="module") if verbose else None
+    bar = progress_bar(len(files), "module") if verbose else None
     documents = []
     for i, file in enumerate(files):
         documents += ["\n".join(sentences) for sentences in _docstring_documents(file)]

@@ -5,6 +5,8 @@ import logging
 import os
 
 from keras_bert_lib.atomic_write import atomic_write_text
+from keras_bert_lib.file_checks import check_utf8, open_text
+from keras_bert_lib.progress import progress_bar
 from keras_bert_lib.text.normalizer import normalize
 from keras_bert_lib.text.tf_text import import_tensorflow_text
 
@@ -26,7 +28,7 @@ def read_vocabulary(vocabulary):
         ```
     """
     if isinstance(vocabulary, (str, os.PathLike)):
-        with open(vocabulary, encoding="utf-8") as f:
+        with open_text(vocabulary) as f:
             tokens = [line.rstrip("\n").rstrip("\r") for line in f]
         while tokens and tokens[-1] == "":
             tokens.pop()
@@ -104,7 +106,6 @@ def learn_vocabulary(files=None, vocab_size=8000, lowercase=True, output=None, b
     Reference:
         tensorflow_text.tools.wordpiece_vocab (the BERT vocabulary learner)
     """
-    import keras
     import tensorflow as tf
 
     import_tensorflow_text("learn_vocabulary")
@@ -118,6 +119,7 @@ def learn_vocabulary(files=None, vocab_size=8000, lowercase=True, output=None, b
         missing = [f for f in files if not os.path.isfile(f)]
         if missing or not files:
             raise ValueError(f"Corpus files not found: {missing or '(none given)'}.")
+        check_utf8(files)  # TensorFlow reads bytes and would learn pieces of broken characters
         dataset, total = tf.data.TextLineDataset(files), None
     else:
         lines = list(lines)
@@ -128,7 +130,7 @@ def learn_vocabulary(files=None, vocab_size=8000, lowercase=True, output=None, b
             lambda x: splitter.tokenize(normalize(x, lowercase, lowercase)).flat_values),
         num_parallel_calls=tf.data.AUTOTUNE)
     counts = collections.Counter()
-    bar = keras.utils.Progbar(total, unit_name="line") if verbose else None
+    bar = progress_bar(total, "line") if verbose else None
     for step, batch in enumerate(words.prefetch(tf.data.AUTOTUNE)):
         counts.update(w.decode("utf-8") for w in batch.numpy())
         if bar is not None:

@@ -17,6 +17,8 @@ import tensorflow as tf
 
 from keras_bert_lib.atomic_write import atomic_write_text
 from keras_bert_lib.compile_path import choose_jit_compile, model_width
+from keras_bert_lib.file_checks import check_writable_folder, fingerprint
+from keras_bert_lib.progress import progress_verbose
 from keras_bert_lib.training.callbacks import PeriodicCheckpoints, StopOnNonFiniteLoss
 from keras_bert_lib.training.curves import plot_curves, read_history
 from keras_bert_lib.training.keras_mends import mend_fit
@@ -80,16 +82,29 @@ class LoopConfig:
         for field in dataclasses.fields(self):
             allowed = field.metadata.get("choices")
             if allowed is not None and getattr(self, field.name) not in allowed:
-                raise ValueError(f"{field.name}={getattr(self, field.name)!r} is not one of {tuple(allowed)}.")
+                raise ValueError(f"{field.name}={getattr(self, field.name)!r} ({cli_flag(field.name)}) is not one of "
+                                 f"{tuple(allowed)}.")
         for name in ("steps", "steps_per_epoch", "checkpoint_every", "keep_checkpoints"):
             if getattr(self, name) is not None and getattr(self, name) < 1:  # None: a run derives it from its data
-                raise ValueError(f"{name}={getattr(self, name)} must be at least 1.")
+                raise ValueError(f"{name}={getattr(self, name)} ({cli_flag(name)}) must be at least 1.")
         if self.steps and self.steps_per_epoch and self.steps % self.steps_per_epoch:
             raise ValueError(f"steps={self.steps} is not a multiple of steps_per_epoch={self.steps_per_epoch}; "
                              "change one so that the run ends where the learning-rate schedule does.")
 
     def to_json(self):
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+
+
+def cli_flag(name):
+    """The command-line flag of config field `name`, for messages that serve both ways in.
+
+    Example:
+        ```python
+        from keras_bert_lib.training.loop import cli_flag
+        assert cli_flag("batch_size") == "--batch-size"
+        ```
+    """
+    return "--" + name.replace("_", "-")
 
 
 # Files a run leaves besides config.json: if any is there, the folder holds a run.
@@ -99,10 +114,15 @@ _RUN_FILES = ("report.json", "backup", "history.csv", "checkpoints", "vocab.txt"
 def prepare_output_dir(config):
     """Makes `config.output_dir` ready; returns the finished run's report, or None to train.
 
+    - a folder that cannot be written (a file in the way, no permission): a ValueError, before
+      anything is done;
     - a folder that holds a finished run with the same settings: its report, nothing changed;
-    - one that holds a run with other settings: a ValueError naming them;
+    - one that holds a run with other settings: a ValueError naming them. Input files that moved
+      but hold the same bytes (a checkpoint in a package reinstalled in another virtualenv, a
+      moved checkout) are the same setting: config.json takes their new paths;
     - `overwrite=True`: whatever was there is deleted first.
-    Then `config.json` is written (atomically).
+    Then `config.json` and `inputs.json` (the fingerprints of the input files) are written
+    (atomically).
 
     Example:
         ```python
@@ -112,27 +132,56 @@ def prepare_output_dir(config):
         ```
     """
     folder = config.output_dir
-    saved = os.path.join(folder, "config.json")
+    check_writable_folder(folder, "--output-dir")
+    saved, inputs = os.path.join(folder, "config.json"), os.path.join(folder, "inputs.json")
     holds_run = any(os.path.exists(os.path.join(folder, name)) for name in _RUN_FILES)
     if config.overwrite and os.path.isdir(folder):
         shutil.rmtree(folder)
     elif holds_run and os.path.isfile(saved):
-        with open(saved, encoding="utf-8") as f:
-            before = json.load(f)
+        before = _read_json(saved)
         now = json.loads(config.to_json())
         changed = {k: (before.get(k), v) for k, v in now.items() if k != "overwrite" and before.get(k) != v}
+        moved = {k for k in changed if k in _input_fingerprints(config)
+                 and (_read_json(inputs) or {}).get(k) == _input_fingerprints(config)[k]}
+        if moved:
+            logger.warning("The same input files under new paths: %s.", ", ".join(f"{k} {now[k]}" for k in sorted(moved)))
+        changed = {k: v for k, v in changed.items() if k not in moved}
         if changed:
             raise ValueError(f"{folder} holds a run with other settings {changed} (was, now): use another "
                              "output_dir, or overwrite=True (--overwrite) to delete it and start again.")
+        atomic_write_text(saved, config.to_json())
         report = os.path.join(folder, "report.json")
         if os.path.isfile(report):
             logger.warning("%s holds this run, finished: nothing to do (overwrite=True, --overwrite, "
                            "trains it again).", folder)
-            with open(report, encoding="utf-8") as f:
-                return json.load(f)
+            return _read_json(report)
     os.makedirs(folder, exist_ok=True)
     atomic_write_text(saved, config.to_json())
+    atomic_write_text(inputs, json.dumps(_input_fingerprints(config), indent=2, sort_keys=True))
     return None
+
+
+def _read_json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return None
+
+
+def _input_fingerprints(config):
+    """{field: fingerprint} of the config's input files and folders (fields marked `input_path`)
+    that exist; a list of files gives a list."""
+    found = {}
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        if not field.metadata.get("input_path") or not value:
+            continue
+        paths = value if isinstance(value, list) else [value]
+        if all(os.path.exists(p) for p in paths):
+            prints = [fingerprint(p) for p in paths]
+            found[field.name] = prints if isinstance(value, list) else prints[0]
+    return found
 
 
 def train(config, build_model, train_data, held_out, baselines=None, loss="auto"):
@@ -174,9 +223,19 @@ def train(config, build_model, train_data, held_out, baselines=None, loss="auto"
         keras.callbacks.TensorBoard(os.path.join(out, "logs"), update_freq=config.steps_per_epoch),
         keras.callbacks.CSVLogger(history_csv, append=True),
     ]
-    fitted = model.fit(train_data, epochs=config.steps // config.steps_per_epoch,
-                       steps_per_epoch=config.steps_per_epoch, validation_data=held_out,
-                       callbacks=callbacks, verbose=1, shuffle=False)  # the dataset shuffles itself
+    epochs = config.steps // config.steps_per_epoch
+    done = backup_epoch(backup)
+    if done:
+        logger.warning("Resuming from the backup of epoch %d of %d (%s).", done, epochs, backup)
+    try:
+        fitted = model.fit(train_data, epochs=epochs, steps_per_epoch=config.steps_per_epoch,
+                           validation_data=held_out, callbacks=callbacks, verbose=progress_verbose(),
+                           shuffle=False)  # the dataset shuffles itself
+    except KeyboardInterrupt:
+        done = backup_epoch(backup)
+        saved = (f"the backup of epoch {done} of {epochs} is in {backup}" if done
+                 else "no epoch had finished, so nothing was backed up")
+        raise KeyboardInterrupt(f"Interrupted: {saved}; run the same command again to resume.") from None
     # The last epoch's validation ran on the final weights: that is the held-out result. Evaluated
     # anew only when this call trained no epoch (killed after its last epoch, before the end).
     results = ({k.removeprefix("val_"): float(v[-1]) for k, v in fitted.history.items() if k.startswith("val_")}
@@ -186,6 +245,22 @@ def train(config, build_model, train_data, held_out, baselines=None, loss="auto"
     except ImportError as e:
         logger.warning("No curves.png: %s", e)
     return model, results
+
+
+def backup_epoch(backup):
+    """The number of epochs the `BackupAndRestore` backup in folder `backup` holds (0: none).
+
+    Example:
+        ```python
+        from keras_bert_lib.training.loop import backup_epoch
+        assert backup_epoch("no/such/folder") == 0
+        ```
+    """
+    try:
+        with open(os.path.join(backup, "training_metadata.json"), encoding="utf-8") as f:
+            return int(json.load(f)["epoch"])
+    except (OSError, ValueError, KeyError):
+        return 0
 
 
 def _jit_compile(config, strategy, hidden_size=None):

@@ -80,3 +80,26 @@ def test_an_unknown_quantization_is_refused_before_any_work(tmp_path):
     with pytest.raises(ValueError, match="quantize='int4'"):
         export_onnx(kb.bert_tiny(num_hidden_layers=1), tmp_path / "m.onnx", quantize="int4")
     assert not (tmp_path / "m.onnx").exists()
+
+
+def test_the_optimiser_needs_no_pytorch_and_fuses_as_onnx_runtimes_own_entry_point(tmp_path, monkeypatch):
+    """The export extra has no torch, and ONNX Runtime's optimize_model imports it for its first
+    pass: ours asks a session for that pass, and makes the same fused graph without torch."""
+    import onnx
+    from onnxruntime.transformers import optimizer
+    from onnxruntime.transformers.fusion_options import AttentionMaskFormat, FusionOptions
+
+    encoder = _perturbed(kb.bert_base(**SMALL))
+    plain = export_onnx(encoder, tmp_path / "plain.onnx", optimize=False)["path"]
+    with monkeypatch.context() as m:
+        m.setitem(__import__("sys").modules, "torch", None)  # `import torch` raises, as where it is not installed
+        with pytest.raises(ImportError):
+            import torch  # noqa: F401
+        ours = export_onnx(encoder, tmp_path / "ours.onnx")
+    assert ours["fused"]["Attention"] == 2
+    options = FusionOptions("bert")
+    options.attention_mask_format = AttentionMaskFormat.AttentionMask
+    theirs = optimizer.optimize_model(plain, model_type="bert", num_heads=4, hidden_size=64,
+                                      optimization_options=options)  # imports torch: the test extra has it
+    ours_graph = onnx.load(str(tmp_path / "ours.onnx")).graph
+    assert [n.op_type for n in ours_graph.node] == [n.op_type for n in theirs.model.graph.node]

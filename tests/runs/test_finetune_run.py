@@ -50,6 +50,29 @@ def test_the_report_is_scikit_learn_on_the_saved_models_predictions(classify_run
     assert (out / "curves.png").stat().st_size > 10_000
 
 
+def test_a_fresh_process_loads_the_runs_model_with_keras_alone_after_importing_the_package(classify_run):
+    """`import keras_bert_lib` registers everything the file names (its optimizer and schedule
+    too), so keras.models.load_model reads it as saved, compiled, and predicts the run's numbers."""
+    import subprocess
+    import sys
+
+    _, out, report = classify_run
+    script = (
+        "import csv, json, sys\n"
+        "import keras\n"
+        "import keras_bert_lib\n"
+        "model = keras.models.load_model(sys.argv[1])\n"
+        "rows = list(csv.DictReader(open(sys.argv[2], encoding='utf-8')))\n"
+        "predicted = model.predict_labels([r['text'] for r in rows])\n"
+        "print(json.dumps({'accuracy': sum(p == r['label'] for p, r in zip(predicted, rows)) / len(rows),\n"
+        "                  'optimizer': type(model.optimizer).__name__}))\n")
+    done = subprocess.run([sys.executable, "-c", script, str(out / "model.keras"), REVIEWS["validation"]],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert loaded == {"accuracy": pytest.approx(report["held_out"]["accuracy"]), "optimizer": "AdamW"}
+
+
 def test_the_export_is_a_bert_for_sequence_classification_with_equal_logits(classify_run):
     import keras
     import torch

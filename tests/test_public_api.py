@@ -19,6 +19,25 @@ def test_every_class_is_registered_under_the_package(cls):
     assert keras.saving.get_registered_name(cls) == f"keras_bert_lib>{cls.__name__}"
 
 
+def test_importing_the_package_registers_every_serializable_class_it_defines():
+    """`import keras_bert_lib` alone, in a fresh process, registers every class the source
+    decorates (optimizers, schedules, losses, metrics, preprocessors too): a saved model that
+    names any of them loads with keras.models.load_model."""
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(keras_bert_lib.__file__).parent
+    names = sorted({m.group(1) for path in root.rglob("*.py") for m in re.finditer(
+        r"@keras\.saving\.register_keras_serializable\(package=\"keras_bert_lib\"\)\s*\nclass (\w+)", path.read_text())})
+    assert len(names) > 30
+    done = subprocess.run([sys.executable, "-c", "import sys, keras, keras_bert_lib\n"
+                           "print([n for n in sys.argv[1:] if keras.saving.get_registered_object('keras_bert_lib>' + n) "
+                           "is None])", *names], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]", f"not registered by import keras_bert_lib: {done.stdout}"
+
+
 @pytest.mark.parametrize("cls", [c for c in CLASSES if issubclass(c, keras.layers.Layer)], ids=lambda c: c.__name__)
 def test_every_class_has_a_harness_spec(cls):
     """A new layer cannot skip the shared checks: some test module declares a spec for it."""
@@ -40,14 +59,19 @@ def _public_objects():
             obj = getattr(module, name)
             if callable(obj) and not isinstance(obj, tuple):
                 seen[f"{obj.__module__}.{name}"] = obj
-    from keras_bert_lib import atomic_write, backend_check, cli
+    import keras_bert_cli
+
+    from keras_bert_lib import atomic_write, backend_check, cli, file_checks, progress
     from keras_bert_lib.layers import activations, masks
     from keras_bert_lib.text import normalizer, tf_text
     from keras_bert_lib.training import loop
     for fn in (activations.gelu, activations.gelu_tanh, activations.get_activation,
                masks.merge_masks, masks.attention_bias, cli.main, atomic_write.atomic_write_text,
                backend_check.require_tensorflow_backend, normalizer.normalize,
-               tf_text.import_tensorflow_text, loop.option):
+               tf_text.import_tensorflow_text, loop.option, loop.cli_flag, loop.backup_epoch,
+               file_checks.not_utf8_error, file_checks.open_text, file_checks.check_utf8,
+               file_checks.check_writable_folder, file_checks.fingerprint, progress.progress_verbose,
+               progress.progress_bar, keras_bert_cli.build_parser, keras_bert_cli.main):
         seen[f"{fn.__module__}.{fn.__name__}"] = fn
     return seen
 

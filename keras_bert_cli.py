@@ -70,6 +70,44 @@ def build_parser():
     return parser, commands
 
 
+# What TensorFlow 2.21 writes to standard error while its libraries load, in every process that
+# imports it, before any setting is read: no environment variable silences these lines.
+_START_UP_NOTES = (r"^(WARNING: All log messages before absl::InitializeLog\(\) is called|I0000 \S+ +\d+ "
+                   r"(port|cudart_stub|cpu_feature_guard)\.cc:|To enable the following instructions: |"
+                   r"INFO: Created TensorFlow Lite XNNPACK delegate for CPU\.|Sharding callback duration: \d+ microseconds$)")
+_FILTER = ("import re, signal, sys\n"
+           "signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the command, whose last words pass here\n"
+           "for line in iter(sys.stdin.buffer.readline, b''):\n"
+           "    if not re.match(sys.argv[1].encode(), line):\n"
+           "        sys.stdout.buffer.write(line)\n"
+           "        sys.stdout.buffer.flush()\n")
+
+
+def _filter_stderr():
+    """Routes this process's standard error, and its children's, through a small process that
+    drops TensorFlow's start-up notes (`_START_UP_NOTES`) and passes every other line on at once.
+    A separate process, not a thread, so that nothing is lost if this one dies: it drains the
+    pipe until the last writer is gone. `TF_CPP_MIN_LOG_LEVEL` below 3 shows everything."""
+    import atexit
+    import subprocess
+
+    read, write = os.pipe()
+    notes = subprocess.Popen([sys.executable, "-c", _FILTER, _START_UP_NOTES], stdin=read, stdout=sys.stderr.fileno(),
+                             close_fds=True)
+    os.close(read)
+    real = os.dup(2)
+    sys.stderr.flush()
+    os.dup2(write, 2)
+    os.close(write)
+
+    def done():  # the last lines reach the terminal before the shell's prompt does
+        sys.stderr.flush()
+        os.dup2(real, 2)
+        notes.wait(timeout=10)
+
+    atexit.register(done)
+
+
 def main(argv=None):
     """The `keras-bert` console command: `--help` and usage errors here, commands in keras_bert_lib.cli.
 
@@ -81,17 +119,14 @@ def main(argv=None):
     """
     console = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
-    if console and "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
-        # TensorFlow's C++ start-up lines (an `E0000 ... cuInit ... CUDA error` on a machine
-        # without a GPU, oneDNN notes) are noise on a command line. TensorFlow 2.21 reads the
-        # setting that hides them from the environment the process started with (a value set
-        # in-process is ignored), so the command starts itself again, once, with it set; an
-        # exported value wins. Costs one interpreter start (tens of milliseconds).
-        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
-        os.execv(sys.executable, [sys.executable, sys.argv[0], *argv])
+    # TensorFlow's C++ log lines at level ERROR and below (an `E0000 ... cuInit ... CUDA error` on a
+    # machine without a GPU, its CPU-feature notes) are noise on a command line. An exported value wins.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     if not argv or argv[0].startswith("-") or argv[0] not in dict((c[0], c) for c in COMMANDS):
         parser, _ = build_parser()
         parser.parse_args(argv[:1])  # prints the help, or the usage error, and exits
+    if console and os.environ["TF_CPP_MIN_LOG_LEVEL"] == "3":
+        _filter_stderr()
     from keras_bert_lib.cli import main as run
 
     return run(argv)

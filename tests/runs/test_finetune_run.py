@@ -5,6 +5,7 @@ fails before anything is written."""
 
 import json
 import os
+import re
 import shutil
 
 import numpy as np
@@ -249,3 +250,30 @@ def test_optional_booleans_and_numbers_parse_true_false_and_none(capsys, tmp_pat
     with pytest.raises(SystemExit):
         main([*argv, "--lowercase", "maybe"])
     assert "'maybe' is not true, false or none" in capsys.readouterr().err
+
+
+def test_ctrl_c_at_the_console_prints_one_line_through_the_start_up_filter(checkpoint, tmp_path):
+    """SIGINT to the whole process group, as a terminal's Ctrl-C: the command's last line passes
+    the filter that drops TensorFlow's start-up notes, and it exits 130."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    run = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    command = subprocess.Popen(
+        [os.path.join(os.path.dirname(sys.executable), "keras-bert"), "finetune", "classify", "--checkpoint",
+         str(checkpoint), "--train", REVIEWS["train"], "--validation", REVIEWS["validation"], "--output-dir", str(run),
+         "--epochs", "50", "--max-seq-length", "16", "--batch-size", "100", "--no-jit-compile"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    deadline = time.monotonic() + 240
+    while not (run / "backup" / "training_metadata.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.killpg(command.pid, signal.SIGINT)
+    out, err = command.communicate(timeout=120)
+    assert command.returncode == 130, err[-2000:]
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and re.fullmatch(rf"Interrupted: the backup of epoch \d+ of 50 is in {re.escape(str(run))}"
+                                            r"/backup; run the same command again to resume\.", lines[0]), err
+    assert "Epoch 1/50" in out and "\r" not in out

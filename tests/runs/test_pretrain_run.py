@@ -33,8 +33,8 @@ def test_help_gives_every_flag_a_meaning_and_its_default(capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["--preset", "bert_huge"], "preset='bert_huge' is not one of"),
-    (["--steps-per-epoch", "0"], "steps_per_epoch=0 must be at least 1"),
+    (["--preset", "bert_huge"], "preset='bert_huge' (--preset) is not one of"),
+    (["--steps-per-epoch", "0"], "steps_per_epoch=0 (--steps-per-epoch) must be at least 1"),
     (["--steps", "100", "--steps-per-epoch", "30"], "steps=100 is not a multiple of steps_per_epoch=30"),
     (["--corpus", "/no/such/file"], "No such file: /no/such/file. Nothing was written."),
 ])

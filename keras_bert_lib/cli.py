@@ -19,7 +19,6 @@ import sys
 import time
 
 
-
 def _summary(args) -> int:
     import numpy as np
 

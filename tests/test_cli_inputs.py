@@ -86,7 +86,8 @@ def test_every_reader_names_the_line_that_is_not_utf8(tmp_path, reader):
     elif reader == "tagged":
         path, call = _latin1(tmp_path / "tags.conll", ["Ann B-PER", "", "José B-PER"]), read_tagged
     elif reader == "documents":
-        path, call = _latin1(tmp_path / "corpus.txt", ["One.", "Two.", "", "Trois café."]), lambda p: read_documents([p])
+        path = _latin1(tmp_path / "corpus.txt", ["One.", "Two.", "", "Trois café."])
+        call = lambda p: read_documents([p])  # noqa: E731
     else:
         path = _latin1(tmp_path / "vocab.txt", ["[PAD]", "[UNK]", "café"])
         with pytest.raises(ValueError, match=re.escape(f"{path}, line 3: not UTF-8")):

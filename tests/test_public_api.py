@@ -28,12 +28,13 @@ def test_importing_the_package_registers_every_serializable_class_it_defines():
     import sys
 
     root = pathlib.Path(keras_bert_lib.__file__).parent
-    names = sorted({m.group(1) for path in root.rglob("*.py") for m in re.finditer(
-        r"@keras\.saving\.register_keras_serializable\(package=\"keras_bert_lib\"\)\s*\nclass (\w+)", path.read_text())})
+    decorated = r"@keras\.saving\.register_keras_serializable\(package=\"keras_bert_lib\"\)\s*\nclass (\w+)"
+    names = sorted({m.group(1) for path in root.rglob("*.py") for m in re.finditer(decorated, path.read_text())})
     assert len(names) > 30
     done = subprocess.run([sys.executable, "-c", "import sys, keras, keras_bert_lib\n"
-                           "print([n for n in sys.argv[1:] if keras.saving.get_registered_object('keras_bert_lib>' + n) "
-                           "is None])", *names], capture_output=True, text=True, timeout=120)
+                           "print([n for n in sys.argv[1:]\n"
+                           "       if keras.saving.get_registered_object('keras_bert_lib>' + n) is None])", *names],
+                          capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[]", f"not registered by import keras_bert_lib: {done.stdout}"
 

@@ -157,3 +157,14 @@ def test_the_readme_and_the_quickstarts_help_give_the_same_time():
     minutes = re.search(r"`keras-bert quickstart` takes about (\d+) minutes", readme).group(1)
     description = dict((name, text) for name, _, text in COMMANDS)["quickstart"]
     assert f"About {minutes} minutes on 2 CPU cores" in description
+
+
+def test_a_run_into_a_place_it_cannot_write_fails_before_training_in_one_line(capsys, tmp_path):
+    (tmp_path / "a_file").write_text("")
+    out = tmp_path / "a_file" / "run"
+    assert main(["finetune", "classify", "--checkpoint", str(gt.get_model_path()), "--train",
+                 os.path.join(REVIEWS, "train.csv"), "--validation", os.path.join(REVIEWS, "validation.csv"),
+                 "--output-dir", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"keras-bert finetune: cannot write in {out}: a file is in the way") and \
+        err.endswith("choose another --output-dir.") and len(err.splitlines()) == 1, err

@@ -89,25 +89,17 @@ def _filter_stderr():
     """Routes this process's standard error, and its children's, through a small process that
     drops TensorFlow's start-up notes (`_START_UP_NOTES`) and passes every other line on at once.
     A separate process, not a thread, so that nothing is lost if this one dies: it drains the
-    pipe until the last writer is gone. `TF_CPP_MIN_LOG_LEVEL` below 3 shows everything."""
-    import atexit
+    pipe until the last writer is gone (this process, its conversions, multiprocessing's
+    resource tracker). `TF_CPP_MIN_LOG_LEVEL` below 3 shows everything."""
     import subprocess
 
     read, write = os.pipe()
-    notes = subprocess.Popen([sys.executable, "-c", _FILTER, _START_UP_NOTES], stdin=read, stdout=sys.stderr.fileno(),
-                             close_fds=True)
+    subprocess.Popen([sys.executable, "-c", _FILTER, _START_UP_NOTES], stdin=read, stdout=sys.stderr.fileno(),
+                     close_fds=True)
     os.close(read)
-    real = os.dup(2)
     sys.stderr.flush()
     os.dup2(write, 2)
     os.close(write)
-
-    def done():  # the last lines reach the terminal before the shell's prompt does
-        sys.stderr.flush()
-        os.dup2(real, 2)
-        notes.wait(timeout=10)
-
-    atexit.register(done)
 
 
 def main(argv=None):

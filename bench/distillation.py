@@ -94,8 +94,13 @@ def main():
     from keras_bert_lib.runs import DistillConfig, run_distillation
 
     teacher = os.path.join(folder, f"teacher-{args.seed}", "model.keras")
-    student = dict(teacher=teacher,  # the students read the teacher's tokenization (length 64) student_checkpoint=minilm, student_layers=STUDENT_LAYERS,
-                   validation=files["validation"], **recipe)
+    student = dict(
+        teacher=teacher,  # the students read the teacher's tokenization (length 64)
+        student_checkpoint=minilm,
+        student_layers=STUDENT_LAYERS,
+        validation=files["validation"],
+        **recipe,
+    )
     results["distilled"] = _timed(run_distillation, DistillConfig(
         train=files["texts"], epochs=3, output_dir=os.path.join(folder, f"distilled-{args.seed}"), **student),
         previous.get("distilled"))
@@ -108,7 +113,9 @@ def main():
     results["distilled / teacher"] = results["distilled"]["accuracy"] / teacher_accuracy
     # Against the labelled student after as many epochs (3), and against its best of 10: the stricter.
     results["distilled - labelled, epoch 3"] = results["distilled"]["accuracy"] - results["labelled"]["per_epoch"][2]
-    results["distilled - labelled, best epoch"] = results["distilled"]["accuracy"] - max(results["labelled"]["per_epoch"])
+    results["distilled - labelled, best epoch"] = results["distilled"]["accuracy"] - max(
+        results["labelled"]["per_epoch"]
+    )
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
     with open(args.json + ".tmp", "w", encoding="utf-8") as f:
         json.dump(results, f, indent=2)

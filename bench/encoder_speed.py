@@ -33,7 +33,7 @@ from tests.reference.keras_hub_weights import copy_from_keras_hub  # noqa: E402
 
 
 def flops_per_sequence(config, length):
-    L, H, I = config.num_hidden_layers, config.hidden_size, config.intermediate_size
+    L, H, I = config.num_hidden_layers, config.hidden_size, config.intermediate_size  # noqa: E741 (the paper's names)
     p_mm = L * (4 * H * H + 2 * H * I)
     return 2 * p_mm * length + 4 * L * length * length * H
 
@@ -72,9 +72,13 @@ def compiled(model, jit):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds; medians of these (default: 7)")
+    parser.add_argument(
+        "--rounds", type=int, default=7, help="interleaved timing rounds; medians of these (default: 7)"
+    )
     parser.add_argument("--length", type=int, default=128, help="sequence length T (default: 128)")
-    parser.add_argument("--layers", type=int, default=12, help="encoder layers L of the BERT-Base-shaped models (default: 12)")
+    parser.add_argument(
+        "--layers", type=int, default=12, help="encoder layers L of the BERT-Base-shaped models (default: 12)"
+    )
     args = parser.parse_args()
 
     config = kb.PRESETS["bert_base"].replace(hidden_act="gelu_tanh", num_hidden_layers=args.layers)

@@ -44,7 +44,9 @@ def cpu_tag():
 
 def cpu_model():
     lines = subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines()
-    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("Model name")), platform.processor())
+    return next(
+        (line.split(":", 1)[1].strip() for line in lines if line.startswith("Model name")), platform.processor()
+    )
 
 
 def cosine(a, b):

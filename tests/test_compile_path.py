@@ -76,9 +76,15 @@ def test_a_bfloat16_encoder_saved_and_loaded_stays_bfloat16_on_its_path(tmp_path
     assert loaded.jit_compile == choose_jit_compile("mixed_bfloat16", hidden_size=512)[0]
 
 
-@pytest.mark.parametrize("flags, dtype, width, jit", [(ZEN4, "mixed_bfloat16", 768, False),
-                                                      (ZEN4, "mixed_bfloat16", 128, True),
-                                                      (AVX2, "mixed_bfloat16", 768, True), (ZEN4, "float32", 768, True)])
+@pytest.mark.parametrize(
+    "flags, dtype, width, jit",
+    [
+        (ZEN4, "mixed_bfloat16", 768, False),
+        (ZEN4, "mixed_bfloat16", 128, True),
+        (AVX2, "mixed_bfloat16", 768, True),
+        (ZEN4, "float32", 768, True),
+    ],
+)
 def test_training_runs_take_the_same_rule(monkeypatch, flags, dtype, width, jit):
     import tensorflow as tf
 

@@ -61,9 +61,15 @@ def test_the_front_page_reaches_every_task_in_one_link():
     """Build, load, tokenize, pre-train, fine-tune, export, serve: each a link on the front page to
     a page that exists (and the anchor on it, checked by the strict build)."""
     front = (ROOT / "docs" / "index.md").read_text()
-    rows = {"build `bert_base`": None, "load a checkpoint": "checkpoints.md", "tokenize text": "tutorials/tokenization.md",
-            "pre-train": "tutorials/pretraining.md", "fine-tune": "finetuning.md", "export": "export.md",
-            "serve with TF Serving": "export.md"}
+    rows = {
+        "build `bert_base`": None,
+        "load a checkpoint": "checkpoints.md",
+        "tokenize text": "tutorials/tokenization.md",
+        "pre-train": "tutorials/pretraining.md",
+        "fine-tune": "finetuning.md",
+        "export": "export.md",
+        "serve with TF Serving": "export.md",
+    }
     for task, target in rows.items():
         line = next((ln for ln in front.splitlines() if ln.startswith(f"| {task}")), None)
         assert line is not None, task

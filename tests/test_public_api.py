@@ -61,7 +61,6 @@ def _public_objects():
             if callable(obj) and not isinstance(obj, tuple):
                 seen[f"{obj.__module__}.{name}"] = obj
     import keras_bert_cli
-
     from keras_bert_lib import atomic_write, backend_check, cli, file_checks, progress
     from keras_bert_lib.layers import activations, masks
     from keras_bert_lib.text import normalizer, tf_text

@@ -29,8 +29,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--texts", default=os.path.join(HERE, "predict.json"),
                         help="a REST :predict body whose inputs.text are the texts (default: predict.json here)")
-    parser.add_argument("--model-name", default="classifier", help="the model's name in models.config (default: classifier)")
-    parser.add_argument("--server", default=None, help="host:port of TF Serving's gRPC port to send it to (default: none)")
+    parser.add_argument(
+        "--model-name", default="classifier", help="the model's name in models.config (default: classifier)"
+    )
+    parser.add_argument(
+        "--server", default=None, help="host:port of TF Serving's gRPC port to send it to (default: none)"
+    )
     parser.add_argument("--write", default=None, help="a file to write the serialized request to (default: none)")
     args = parser.parse_args()
     with open(args.texts, encoding="utf-8") as f:

@@ -8,8 +8,6 @@ require_tensorflow_backend("data")
 from keras_bert_lib.data.finetune_readers import Examples, label_classes, read_examples, read_tfds
 from keras_bert_lib.data.masking import mask_tokens
 from keras_bert_lib.data.pretraining_datasets import PretrainingData, build_pretraining_datasets
-from keras_bert_lib.data.squad_reader import SquadExample, read_squad
-from keras_bert_lib.data.tagged_readers import TaggedSentences, read_tagged
 from keras_bert_lib.data.pretraining_instances import (
     Instance,
     create_instances,
@@ -17,6 +15,8 @@ from keras_bert_lib.data.pretraining_instances import (
     read_documents,
     tokenize_documents,
 )
+from keras_bert_lib.data.squad_reader import SquadExample, read_squad
+from keras_bert_lib.data.tagged_readers import TaggedSentences, read_tagged
 from keras_bert_lib.data.tfrecords import (
     check_tfrecords,
     google_feature_spec,
@@ -24,6 +24,25 @@ from keras_bert_lib.data.tfrecords import (
     write_pretraining_tfrecords,
 )
 
-__all__ = ["Examples", "SquadExample", "TaggedSentences", "read_squad", "read_tagged", "Instance", "label_classes", "read_examples", "read_tfds", "PretrainingData", "build_pretraining_datasets", "check_tfrecords", "create_instances",
-           "google_feature_spec", "mask_tokens", "pack_instances", "read_documents", "read_pretraining_tfrecords",
-           "tokenize_documents", "write_pretraining_tfrecords"]
+__all__ = [
+    "Examples",
+    "SquadExample",
+    "TaggedSentences",
+    "read_squad",
+    "read_tagged",
+    "Instance",
+    "label_classes",
+    "read_examples",
+    "read_tfds",
+    "PretrainingData",
+    "build_pretraining_datasets",
+    "check_tfrecords",
+    "create_instances",
+    "google_feature_spec",
+    "mask_tokens",
+    "pack_instances",
+    "read_documents",
+    "read_pretraining_tfrecords",
+    "tokenize_documents",
+    "write_pretraining_tfrecords",
+]

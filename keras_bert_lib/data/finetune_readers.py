@@ -112,8 +112,10 @@ def read_examples(path, text_column="text", text_pair_column="text_pair", label_
     needed = [text_column] + ([label_column] if labelled else []) + ([text_pair_column] if pairs else []) + optional
     for name in needed:
         if name not in columns:
-            raise ValueError(f"{path} has no column {name!r} (its columns: {', '.join(map(repr, columns)) or 'none'}); "
-                             f"name the right one with {flags[name]} ({flags[name][2:].replace('-', '_')}=... in Python).")
+            raise ValueError(
+                f"{path} has no column {name!r} (its columns: {', '.join(map(repr, columns)) or 'none'}); "
+                f"name the right one with {flags[name]} ({flags[name][2:].replace('-', '_')}=... in Python)."
+            )
     has_pairs = text_pair_column in columns
     if pairs is False and has_pairs:
         raise ValueError(f"{path} has a {text_pair_column!r} column, but the model takes one text: drop the "
@@ -125,7 +127,9 @@ def read_examples(path, text_column="text", text_pair_column="text_pair", label_
     texts, second, labels, lines = [], [] if use_pairs else None, [] if labelled or some_labels else None, []
     negatives = [] if negative_column else None
     for line, row in rows:
-        wanted = [text_column] + ([text_pair_column] if use_pairs else []) + ([label_column] if labelled else []) + optional
+        wanted = (
+            [text_column] + ([text_pair_column] if use_pairs else []) + ([label_column] if labelled else []) + optional
+        )
         for name in wanted:
             value = row.get(name)
             if value is None or (isinstance(value, str) and not value.strip()):
@@ -194,7 +198,9 @@ def read_tfds(name, split, data_dir=None):
     try:
         import tensorflow_datasets as tfds
     except ImportError:
-        raise ImportError("Reading TFDS data sets needs tensorflow-datasets: pip install 'keras-bert-lib[tfds]'.") from None
+        raise ImportError(
+            "Reading TFDS data sets needs tensorflow-datasets: pip install 'keras-bert-lib[tfds]'."
+        ) from None
     dataset, info = tfds.load(name, split=split, data_dir=data_dir, with_info=True)
     features = info.features
     first = next((k for k in _FIRST if k in features), None)

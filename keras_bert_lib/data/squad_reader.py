@@ -46,7 +46,8 @@ def read_squad(path, mismatched="error"):
         import json, os, tempfile
         from keras_bert_lib.data import read_squad
         data = {"version": "1.1", "data": [{"title": "Paris", "paragraphs": [{"context": "Paris is in France.",
-                "qas": [{"id": "q1", "question": "Where is Paris?", "answers": [{"text": "France", "answer_start": 12}]}]}]}]}
+                "qas": [{"id": "q1", "question": "Where is Paris?",
+                         "answers": [{"text": "France", "answer_start": 12}]}]}]}]}
         path = os.path.join(tempfile.mkdtemp(), "dev.json")
         json.dump(data, open(path, "w"))
         read_squad(path)[0].answers   # [('France', 12)]

@@ -8,7 +8,12 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_lib.atomic_write import atomic_write_text
-from keras_bert_lib.export.onnx_graph import fold_layer_norms, products_as_divisions, unflatten_dense_layers, weights_to_initializers
+from keras_bert_lib.export.onnx_graph import (
+    fold_layer_norms,
+    products_as_divisions,
+    unflatten_dense_layers,
+    weights_to_initializers,
+)
 from keras_bert_lib.export.signatures import ID_NAMES, agreement, check_batch, task_outputs
 
 FUSED = ("Attention", "MultiHeadAttention", "LayerNormalization", "SkipLayerNormalization", "Gelu", "BiasGelu",
@@ -43,7 +48,8 @@ def export_onnx(model, path, opset=17, optimize=True, quantize=None):
         quantize: None or "dynamic_int8".
     Returns:
         dict: `path`, `fused` (the optimiser's counts of fused operators; empty without it),
-        `rewritten` (LayerNormalization subgraphs folded; attention scales and GELU inputs written as Div), `max_abs_diff` (against Keras on the check batch), `seconds` (conversion time).
+        `rewritten` (LayerNormalization subgraphs folded; attention scales and GELU inputs written as
+        Div), `max_abs_diff` (against Keras on the check batch), `seconds` (conversion time).
     Example:
         ```python
         import os, tempfile

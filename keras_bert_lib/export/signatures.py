@@ -11,7 +11,6 @@ from keras_bert_lib.models import (
     TextClassifier,
     TokenClassifier,
 )
-
 from keras_bert_lib.models.input_checks import INPUTS as ID_NAMES  # token_ids, segment_ids, padding_mask
 
 PAIR_TASKS = (CrossEncoder, SpanQuestionAnswerer)  # always two texts: (query, passage), (question, context)

@@ -64,7 +64,9 @@ class TFLiteTextModule(ServingModule):
     def __init__(self, model, preprocessor=None, pair=None):
         super().__init__(model, preprocessor, pair, text=True, track_variables=True)
         if self.preprocessor is None:
-            raise ValueError("A text-in TFLite file needs a preprocessor: pass preprocessor= or a model built with one.")
+            raise ValueError(
+                "A text-in TFLite file needs a preprocessor: pass preprocessor= or a model built with one."
+            )
         self._fast = tflite_tokenizer(self.preprocessor.tokenizer)
         text_spec = {k: tf.TensorSpec((None,), tf.string, name=k) for k in self.text_names}
         self.tokenize = tf.function(self._tokenize, input_signature=[text_spec])

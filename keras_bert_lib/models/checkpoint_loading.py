@@ -122,7 +122,9 @@ def save_checkpoint(model, path, format="hf"):
     else:
         encoder = pretrainer.encoder if pretrainer else model
     if not isinstance(encoder, BertEncoder):
-        raise ValueError(f"save_checkpoint takes a BertEncoder, BertPretrainer or task model, not {type(model).__name__}.")
+        raise ValueError(
+            f"save_checkpoint takes a BertEncoder, BertPretrainer or task model, not {type(model).__name__}."
+        )
     weights = {w.path: np.asarray(w) for w in (model.weights if pretrainer or class_names else encoder.weights)}
     write_checkpoint(weights, encoder.config, path, format,
                      task=pretrainer.sentence_task if pretrainer else None, with_heads=pretrainer is not None,

@@ -59,7 +59,9 @@ class CrossEncoder(TaskModel):
             loss = keras.losses.BinaryCrossentropy(from_logits=True)
         if metrics == "auto":
             metrics = [keras.metrics.BinaryAccuracy(name="accuracy", threshold=0.0)]
-        super().compile(optimizer=default_optimizer() if optimizer == "auto" else optimizer, loss=loss, metrics=metrics, **kwargs)
+        super().compile(
+            optimizer=default_optimizer() if optimizer == "auto" else optimizer, loss=loss, metrics=metrics, **kwargs
+        )
 
     def rank(self, query, passages, top_k=None, batch_size=32):
         """The passages sorted by relevance to `query`, best first: a list of dicts with the

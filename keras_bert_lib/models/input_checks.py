@@ -46,8 +46,10 @@ def check_inputs(inputs, config, extra=()):
         if not (np.issubdtype(array.dtype, np.integer) or (name == "padding_mask" and array.dtype == bool)):
             raise ValueError(f"{name} is {array.dtype}; it must hold integers (int32).")
     length = shape[1]
-    rules = {"token_ids": (config.vocab_size, f"valid ids are 0 … {config.vocab_size - 1} (vocab_size {config.vocab_size})"),
-             "padding_mask": (2, "a padding mask holds 0 and 1 only (1 = real token)")}
+    rules = {
+        "token_ids": (config.vocab_size, f"valid ids are 0 … {config.vocab_size - 1} (vocab_size {config.vocab_size})"),
+        "padding_mask": (2, "a padding mask holds 0 and 1 only (1 = real token)"),
+    }
     if config.type_vocab_size:  # DistilBERT has no segment table and ignores segment_ids
         rules["segment_ids"] = (config.type_vocab_size, f"valid segment ids are 0 … {config.type_vocab_size - 1} "
                                                          f"(type_vocab_size {config.type_vocab_size})")
@@ -178,8 +180,13 @@ def _checked_dataset(dataset, config, extra):
                   "padding_mask": (2, "a mask holds 0 and 1 only")}
         if config.type_vocab_size:
             limits["segment_ids"] = (config.type_vocab_size, f"type_vocab_size {config.type_vocab_size}")
-        asserts = [tf.debugging.assert_less_equal(length, config.max_sequence_length,
-                                                  message=f"more positions than the encoder's {config.max_sequence_length}")]
+        asserts = [
+            tf.debugging.assert_less_equal(
+                length,
+                config.max_sequence_length,
+                message=f"more positions than the encoder's {config.max_sequence_length}",
+            )
+        ]
         for name, (limit, what) in limits.items():
             value = tf.cast(features[name], tf.int64)
             asserts += [tf.debugging.assert_non_negative(value, message=f"{name} holds a negative value; {what}"),

@@ -94,7 +94,11 @@ class SentenceEmbedder(TaskModel):
 
     def compile(self, optimizer="auto", loss="auto", **kwargs):
         """`InBatchNegativesLoss(scale=20)` unless told otherwise."""
-        super().compile(optimizer=default_optimizer() if optimizer == "auto" else optimizer, loss=InBatchNegativesLoss() if loss == "auto" else loss, **kwargs)
+        super().compile(
+            optimizer=default_optimizer() if optimizer == "auto" else optimizer,
+            loss=InBatchNegativesLoss() if loss == "auto" else loss,
+            **kwargs,
+        )
 
     def fit(self, x=None, y=None, batch_size=32, *args, shuffle=True, **kwargs):
         """Trains on columns of texts `(anchors, positives[, hard_negatives])` (lists or arrays),

@@ -61,11 +61,17 @@ class SpanQuestionAnswerer(TaskModel):
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         """(start cross-entropy + end cross-entropy) / 2 and the start's and end's accuracy, unless told otherwise."""
         if loss == "auto":
-            loss = {k: keras.losses.SparseCategoricalCrossentropy(from_logits=True) for k in ("start_logits", "end_logits")}
+            loss = {
+                k: keras.losses.SparseCategoricalCrossentropy(from_logits=True) for k in ("start_logits", "end_logits")
+            }
             kwargs.setdefault("loss_weights", {"start_logits": 0.5, "end_logits": 0.5})
         if metrics == "auto":
-            metrics = {k: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")] for k in ("start_logits", "end_logits")}
-        super().compile(optimizer=default_optimizer() if optimizer == "auto" else optimizer, loss=loss, metrics=metrics, **kwargs)
+            metrics = {
+                k: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")] for k in ("start_logits", "end_logits")
+            }
+        super().compile(
+            optimizer=default_optimizer() if optimizer == "auto" else optimizer, loss=loss, metrics=metrics, **kwargs
+        )
 
     def features(self, questions, contexts, answers=None):
         """The packed windows of (question, context) examples, with `answers` ((text, start
@@ -101,8 +107,10 @@ class SpanQuestionAnswerer(TaskModel):
         return results[0] if single else results
 
     def checkpoint_class_names(self):
-        raise ValueError("A HuggingFace BertForQuestionAnswering export is not written yet: save the model as .keras, or its "
-                         "encoder alone with save_checkpoint(model.encoder, folder).")
+        raise ValueError(
+            "A HuggingFace BertForQuestionAnswering export is not written yet: save the model as .keras, or its "
+            "encoder alone with save_checkpoint(model.encoder, folder)."
+        )
 
     def get_config(self):
         return {**self._base_config(), "max_query_length": self.max_query_length, "doc_stride": self.doc_stride,

@@ -78,7 +78,9 @@ class TextClassifier(TaskModel):
             distilling = [LabelledAccuracy(), keras.metrics.MeanMetricWrapper(teacher_agreement, name="agreement")]
             metrics = ([] if self.num_classes == 1 else distilling if isinstance(loss, DistillationLoss)
                        else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
-        super().compile(optimizer=default_optimizer() if optimizer == "auto" else optimizer, loss=loss, metrics=metrics, **kwargs)
+        super().compile(
+            optimizer=default_optimizer() if optimizer == "auto" else optimizer, loss=loss, metrics=metrics, **kwargs
+        )
 
     def _targets(self, y):
         """Class indices from `y`: names are looked up in `class_names`; every label is checked

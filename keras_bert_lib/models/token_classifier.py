@@ -73,7 +73,9 @@ class TokenClassifier(TaskModel):
         if metrics == "auto":
             kwargs.setdefault("weighted_metrics", [keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
             metrics = None
-        super().compile(optimizer=default_optimizer() if optimizer == "auto" else optimizer, loss=loss, metrics=metrics, **kwargs)
+        super().compile(
+            optimizer=default_optimizer() if optimizer == "auto" else optimizer, loss=loss, metrics=metrics, **kwargs
+        )
 
     def features(self, sentences, tags=None):
         """Packed sentences (lists of words), with `tags` for training:
@@ -110,8 +112,10 @@ class TokenClassifier(TaskModel):
         return out
 
     def checkpoint_class_names(self):
-        raise ValueError("A HuggingFace BertForTokenClassification export is not written yet: save the model as .keras, or its "
-                         "encoder alone with save_checkpoint(model.encoder, folder).")
+        raise ValueError(
+            "A HuggingFace BertForTokenClassification export is not written yet: save the model as .keras, or its "
+            "encoder alone with save_checkpoint(model.encoder, folder)."
+        )
 
     def get_config(self):
         return {**self._base_config(), "labels": self.labels, "dropout": self.dropout}

@@ -79,7 +79,9 @@ def build_stdlib_corpus(path=None, verbose=True):
     """
 
     if path is None:
-        cache = os.environ.get("KERAS_BERT_LIB_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "keras_bert_lib"))
+        cache = os.environ.get(
+            "KERAS_BERT_LIB_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "keras_bert_lib")
+        )
         path = os.path.join(cache, f"stdlib_docstrings_py{sys.version_info.major}{sys.version_info.minor}.txt")
     if os.path.isfile(path):
         return path

@@ -6,8 +6,8 @@ require_tensorflow_backend("training")
 
 from keras_bert_lib.training.callbacks import PeriodicCheckpoints, StopOnNonFiniteLoss
 from keras_bert_lib.training.curves import plot_curves, read_history
-from keras_bert_lib.training.loop import LoopConfig, prepare_output_dir, train
 from keras_bert_lib.training.keras_mends import mend_fit
+from keras_bert_lib.training.loop import LoopConfig, prepare_output_dir, train
 from keras_bert_lib.training.optimizers import create_optimizer
 from keras_bert_lib.training.schedules import WarmupLinearDecay
 from keras_bert_lib.training.strategy import create_strategy

@@ -69,7 +69,9 @@ def attention_maps(encoder, preprocessor, text, pair=None):
 
     encoder = getattr(encoder, "encoder", encoder)  # a task model's encoder
     if not isinstance(encoder, BertEncoder):
-        raise TypeError(f"attention_maps takes a BertEncoder or a task model holding one, not {type(encoder).__name__}.")
+        raise TypeError(
+            f"attention_maps takes a BertEncoder or a task model holding one, not {type(encoder).__name__}."
+        )
     if not encoder.output_attentions:
         twin = BertEncoder.from_config({**encoder.get_config(), "output_attentions": True})
         twin.set_weights(encoder.get_weights())

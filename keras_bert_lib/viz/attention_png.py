@@ -38,7 +38,10 @@ def plot_attention(maps, path, layer=-1, heads=None, columns=4):
     import matplotlib.pyplot as plt
 
     if not -maps.num_layers <= layer < maps.num_layers:
-        raise ValueError(f"layer={layer}: the model has {maps.num_layers} layers (0 to {maps.num_layers - 1}, or negative from the top).")
+        raise ValueError(
+            f"layer={layer}: the model has {maps.num_layers} layers (0 to {maps.num_layers - 1}, "
+            "or negative from the top)."
+        )
     layer %= maps.num_layers
     heads = list(range(maps.num_heads)) if heads is None else list(heads)
     bad = [h for h in heads if not 0 <= h < maps.num_heads]

@@ -47,7 +47,9 @@ def test_extra_unknown_tensor(hf_folder):
 
 def test_untied_decoder_is_refused(hf_folder):
     _edit(hf_folder, lambda t: t.update({"cls.predictions.decoder.weight": np.ones((60, 128), "float32")}))
-    with pytest.raises(CheckpointError, match="cls.predictions.decoder.weight differs from embeddings.word_embeddings.weight"):
+    with pytest.raises(
+        CheckpointError, match="cls.predictions.decoder.weight differs from embeddings.word_embeddings.weight"
+    ):
         load_checkpoint(hf_folder)
 
 

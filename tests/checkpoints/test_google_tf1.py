@@ -76,8 +76,12 @@ GOOGLE_ALBERT = {
     "cls/seq_relationship/output_weights": [2, 16],
     "cls/seq_relationship/output_bias": [2],
 }
-BATCH = {"token_ids": harness.token_ids(2, 7, 60), "segment_ids": (np.arange(7)[None] >= 4).repeat(2, 0).astype("int32"),
-         "padding_mask": harness.right_padded([7, 4]), "masked_positions": np.array([[1, 5], [0, 3]], "int32")}
+BATCH = {
+    "token_ids": harness.token_ids(2, 7, 60),
+    "segment_ids": (np.arange(7)[None] >= 4).repeat(2, 0).astype("int32"),
+    "padding_mask": harness.right_padded([7, 4]),
+    "masked_positions": np.array([[1, 5], [0, 3]], "int32"),
+}
 
 
 def _pretrainer(albert):
@@ -111,7 +115,9 @@ def _write(folder, tensors):
 
 def test_optimizer_slots_are_ignored_and_unknown_tensors_are_not(tmp_path):
     save_checkpoint(BertEncoder(**SMALL), tmp_path / "a", format="tf1")
-    tensors = {n: tf.train.load_variable(str(tmp_path / "a"), n) for n, _ in tf.train.list_variables(str(tmp_path / "a"))}
+    tensors = {
+        n: tf.train.load_variable(str(tmp_path / "a"), n) for n, _ in tf.train.list_variables(str(tmp_path / "a"))
+    }
     slots = {f"{n}/adam_{m}": v for n, v in tensors.items() for m in "mv"}
     _write(tmp_path / "a", {**tensors, **slots, "global_step": np.array(1000, "int64")})
     assert load_checkpoint(tmp_path / "a").count_params() == BertEncoder(**SMALL).count_params()

@@ -88,7 +88,9 @@ def test_masking_statistics_over_100k_tokens(documents, tokenizer):
 
 
 def test_whole_word_masking_masks_every_piece_of_a_chosen_word(tokenizer):
-    ids = tokenizer(tf.constant(["antidisestablishmentarianism is unbelievably incomprehensible " * 6])).to_list()[0][:100]
+    ids = tokenizer(tf.constant(["antidisestablishmentarianism is unbelievably incomprehensible " * 6])).to_list()[0][
+        :100
+    ]
     packed = np.array([[tokenizer.cls_id, *ids, tokenizer.sep_id]], "int32")
     features = {"token_ids": packed, "segment_ids": np.zeros_like(packed), "padding_mask": np.ones_like(packed)}
     continuation = np.array([t.startswith("##") for t in tokenizer.vocabulary])

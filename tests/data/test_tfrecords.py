@@ -62,9 +62,12 @@ def test_files_written_with_googles_spec_parse_with_our_reader(tmp_path):
         for row in range(5):
             values = {k: list(range(row, row + spec.shape[0])) for k, spec in GOOGLE_FEATURES.items()}
             values["next_sentence_labels"] = [row % 2]
-            feature = {k: tf.train.Feature(float_list=tf.train.FloatList(value=[float(x) for x in v]))
-                       if GOOGLE_FEATURES[k].dtype == tf.float32 else tf.train.Feature(int64_list=tf.train.Int64List(value=v))
-                       for k, v in values.items()}
+            feature = {
+                k: tf.train.Feature(float_list=tf.train.FloatList(value=[float(x) for x in v]))
+                if GOOGLE_FEATURES[k].dtype == tf.float32
+                else tf.train.Feature(int64_list=tf.train.Int64List(value=v))
+                for k, v in values.items()
+            }
             writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
     inputs, labels, weights = next(iter(read_pretraining_tfrecords(path, T, P, batch_size=5, shuffle_files=False)))
     np.testing.assert_array_equal(inputs["token_ids"].numpy()[2], np.arange(2, 2 + T))
@@ -110,8 +113,17 @@ def test_the_recipe_writes_static_masked_albert_records_once(finished_run):
         weights = record["masked_lm_weights"].numpy()
         assert 1 <= weights.sum() <= P and set(np.unique(record["next_sentence_labels"].numpy())) <= {0, 1}
     written = [s.stat().st_mtime_ns for s in shards]
-    settings = dict(max_seq_length=T, max_predictions=P, dupe_factor=2, sentence_task="sop", batch_size=config.batch_size,
-                    eval_fraction=config.eval_fraction, static_records=str(folder), num_shards=2, verbose=False)
+    settings = dict(
+        max_seq_length=T,
+        max_predictions=P,
+        dupe_factor=2,
+        sentence_task="sop",
+        batch_size=config.batch_size,
+        eval_fraction=config.eval_fraction,
+        static_records=str(folder),
+        num_shards=2,
+        verbose=False,
+    )
     tokenizer = WordPieceTokenizer(config.vocab)
     build_pretraining_datasets(config.corpus, tokenizer, **settings)  # reads, does not rewrite
     assert [s.stat().st_mtime_ns for s in shards] == written

@@ -22,8 +22,11 @@ def _feed(session, batch, length, seed, segments):
     rng = np.random.default_rng(seed)
     mask = np.ones((batch, length), "int32")
     mask[-1, length - 3:] = 0
-    feed = {"token_ids": rng.integers(5, 120, (batch, length)).astype("int32") * mask,
-            "segment_ids": (rng.integers(0, max(segments, 1), (batch, length)) * mask).astype("int32"), "padding_mask": mask}
+    feed = {
+        "token_ids": rng.integers(5, 120, (batch, length)).astype("int32") * mask,
+        "segment_ids": (rng.integers(0, max(segments, 1), (batch, length)) * mask).astype("int32"),
+        "padding_mask": mask,
+    }
     used = {i.name for i in session.get_inputs()}
     return {k: v for k, v in feed.items() if k in used}, feed
 

@@ -105,8 +105,11 @@ def test_each_weight_is_stored_once(tmp_path):
 
     model = TextClassifier(bert_mini(), 2)
     path = export_saved_model(model, tmp_path)
-    stored = sum(os.path.getsize(os.path.join(path, "variables", f)) for f in os.listdir(os.path.join(path, "variables"))
-                 if f.startswith("variables.data"))
+    stored = sum(
+        os.path.getsize(os.path.join(path, "variables", f))
+        for f in os.listdir(os.path.join(path, "variables"))
+        if f.startswith("variables.data")
+    )
     weights = sum(np.prod(w.shape) * 4 for w in model.weights)
     assert stored <= 1.05 * weights, stored / weights  # Keras' model.export: 2.0
 

@@ -8,8 +8,7 @@ import pytest
 import keras_bert_lib as kb
 from keras_bert_lib import TextClassifier
 from keras_bert_lib.export import export_tflite
-from keras_bert_lib.export.signatures import check_batch
-from keras_bert_lib.export.signatures import task_outputs
+from keras_bert_lib.export.signatures import check_batch, task_outputs
 from keras_bert_lib.export.tflite import run_tflite
 from tests.export.test_onnx import SMALL
 

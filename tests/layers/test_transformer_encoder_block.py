@@ -50,8 +50,12 @@ def test_post_ln_block_equals_numpy_bert_layer(act):
     p = "bert/encoder/layer_0/"
     ctx, _ = numpy_bert.attention(ref, *(w[p + f"attention/self/{n}/{t}"] for n in ("query", "key", "value")
                                          for t in ("kernel", "bias")), 2, mask)
-    ref = numpy_bert.layer_norm(ref + ctx @ w[p + "attention/output/dense/kernel"] + w[p + "attention/output/dense/bias"],
-                                w[p + "attention/output/LayerNorm/gamma"], w[p + "attention/output/LayerNorm/beta"], 1e-12)
+    ref = numpy_bert.layer_norm(
+        ref + ctx @ w[p + "attention/output/dense/kernel"] + w[p + "attention/output/dense/bias"],
+        w[p + "attention/output/LayerNorm/gamma"],
+        w[p + "attention/output/LayerNorm/beta"],
+        1e-12,
+    )
     h = getattr(numpy_bert, act)(ref @ w[p + "intermediate/dense/kernel"] + w[p + "intermediate/dense/bias"])
     ref = numpy_bert.layer_norm(ref + h @ w[p + "output/dense/kernel"] + w[p + "output/dense/bias"],
                                 w[p + "output/LayerNorm/gamma"], w[p + "output/LayerNorm/beta"], 1e-12)

@@ -6,7 +6,6 @@ torchmetrics scores F1 with v2.0's rule for answers that normalise to nothing ("
 both do. The v1.1 script, which `squad_scores` follows for answerable questions, gives 0 there
 (its F1 is 0 whenever no token is shared); those cases are checked against that rule instead."""
 
-import itertools
 import warnings
 
 import pytest

@@ -68,7 +68,8 @@ SCRIPT = textwrap.dedent("""
             for key, value in out.items():
                 parts = value.items() if isinstance(value, dict) else [("", value)]
                 for part, array in parts:
-                    results[f"{name}/{key}{'/' + part if part else ''}"] = np.asarray(keras.ops.convert_to_numpy(array), "float32")
+                    value = np.asarray(keras.ops.convert_to_numpy(array), "float32")
+                    results[f"{name}/{key}{'/' + part if part else ''}"] = value
         return results
 
     if __name__ == "__main__":  # a fresh process on another backend
@@ -109,7 +110,9 @@ def outputs(tmp_path_factory):
 def test_every_output_equals_tensorflows(outputs, backend):
     reference, others = outputs
     got = others[backend]
-    assert set(got) == set(reference) and len(reference) == 2 + 2 + 1 + 7  # bert, albert, distilbert, heads (span: start and end)
+    assert (
+        set(got) == set(reference) and len(reference) == 2 + 2 + 1 + 7
+    )  # bert, albert, distilbert, heads (span: start and end)
     for key, want in reference.items():
         diff = float(np.max(np.abs(got[key] - want)))
         assert diff <= 1e-5, f"{backend} {key}: max |diff| {diff:.2e} > 1e-5"

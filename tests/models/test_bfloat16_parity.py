@@ -58,4 +58,8 @@ def test_a_fitted_minilm_classifier_keeps_its_logits_and_labels_in_bfloat16():
         flipped = got.argmax(-1) != want.argmax(-1)
         # Only near-ties may flip: measured 3 of 200, each within 0.01 of the boundary in float32.
         margin = np.abs(want[:, 1] - want[:, 0]) / 2
-        assert cosine >= 0.999 and flipped.sum() <= 4 and (margin[flipped] < 0.02).all(), (name, cosine, margin[flipped])
+        assert cosine >= 0.999 and flipped.sum() <= 4 and (margin[flipped] < 0.02).all(), (
+            name,
+            cosine,
+            margin[flipped],
+        )

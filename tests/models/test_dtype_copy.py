@@ -4,8 +4,14 @@ encoder, float32 heads, the outputs of the mixed_bfloat16 model it came from, ha
 import numpy as np
 import pytest
 
-from keras_bert_lib import (CrossEncoder, SentenceEmbedder, SpanQuestionAnswerer, TextClassifier, TokenClassifier,
-                            bert_tiny)
+from keras_bert_lib import (
+    CrossEncoder,
+    SentenceEmbedder,
+    SpanQuestionAnswerer,
+    TextClassifier,
+    TokenClassifier,
+    bert_tiny,
+)
 from keras_bert_lib.models import with_dtype
 
 IDS = {"token_ids": np.array([[2, 7, 9, 3, 0], [2, 5, 3, 0, 0]], "int32"),

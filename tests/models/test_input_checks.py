@@ -10,9 +10,15 @@ from keras_bert_lib import BertPretrainer, bert_tiny, distilbert_base
 GOOD = {"token_ids": np.array([[101, 7592, 102, 0]], "int32"), "segment_ids": np.zeros((1, 4), "int32"),
         "padding_mask": np.array([[1, 1, 1, 0]], "int32")}
 BAD = [
-    ({"token_ids": np.array([[101, 30522, 102, 0]], "int32")}, r"token_ids holds 30522 at \[0, 1\]; valid ids are 0 … 30521"),
+    (
+        {"token_ids": np.array([[101, 30522, 102, 0]], "int32")},
+        r"token_ids holds 30522 at \[0, 1\]; valid ids are 0 … 30521",
+    ),
     ({"token_ids": np.array([[101, -1, 102, 0]], "int32")}, r"token_ids holds -1 at \[0, 1\]"),
-    ({"segment_ids": np.array([[0, 0, 2, 0]], "int32")}, r"segment_ids holds 2 at \[0, 2\]; valid segment ids are 0 … 1"),
+    (
+        {"segment_ids": np.array([[0, 0, 2, 0]], "int32")},
+        r"segment_ids holds 2 at \[0, 2\]; valid segment ids are 0 … 1",
+    ),
     ({"token_ids": GOOD["token_ids"].astype("float32")}, "token_ids is float32; it must hold integers"),
     ({"padding_mask": np.array([[1, 0.5, 1, 0]], "float32")}, "padding_mask is float32"),
     ({"padding_mask": np.array([[1, 2, 1, 0]], "int32")}, "a padding mask holds 0 and 1 only"),

@@ -59,8 +59,14 @@ def _log_softmax(z):
 def test_the_loss_is_distilberts_three_terms():
     keras.utils.set_random_seed(0)
     teacher = _teacher()
-    distiller = MaskedLMDistiller(teacher, BertPretrainer(student_from_teacher(teacher.encoder, [2]), sentence_task=None),
-                                  temperature=2.0, alpha_ce=5.0, alpha_mlm=2.0, alpha_cos=1.0)
+    distiller = MaskedLMDistiller(
+        teacher,
+        BertPretrainer(student_from_teacher(teacher.encoder, [2]), sentence_task=None),
+        temperature=2.0,
+        alpha_ce=5.0,
+        alpha_mlm=2.0,
+        alpha_cos=1.0,
+    )
     x, y, w = _batch()
     out = {k: np.asarray(v, "float64") for k, v in distiller(x).items()}
     s, t, weights = out["mlm_logits"], out["teacher_mlm_logits"], w["mlm_logits"]
@@ -80,8 +86,10 @@ def test_the_loss_is_distilberts_three_terms():
 
 
 def _copy(pretrainer):
-    twin = BertPretrainer(student_from_teacher(pretrainer.encoder, list(range(pretrainer.encoder.config.num_hidden_layers))),
-                          sentence_task=None)
+    twin = BertPretrainer(
+        student_from_teacher(pretrainer.encoder, list(range(pretrainer.encoder.config.num_hidden_layers))),
+        sentence_task=None,
+    )
     twin.mlm_head.set_weights(pretrainer.mlm_head.get_weights())
     return twin
 

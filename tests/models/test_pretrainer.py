@@ -55,8 +55,11 @@ def test_a_compiled_pretrainer_loads_compiled_with_its_optimizer_state(tmp_path)
     pretrainer.compile(optimizer=keras.optimizers.AdamW(1e-3), jit_compile=False)
     batch = {"token_ids": np.full((2, 8), 7, "int32"), "segment_ids": np.zeros((2, 8), "int32"),
              "padding_mask": np.ones((2, 8), "int32"), "masked_positions": np.array([[1, 2], [3, 4]], "int32")}
-    pretrainer.train_on_batch(batch, {"mlm_logits": np.ones((2, 2), "int32"), "nsp_logits": np.zeros(2, "int32")},
-                              sample_weight={"mlm_logits": np.ones((2, 2), "float32"), "nsp_logits": np.ones(2, "float32")})
+    pretrainer.train_on_batch(
+        batch,
+        {"mlm_logits": np.ones((2, 2), "int32"), "nsp_logits": np.zeros(2, "int32")},
+        sample_weight={"mlm_logits": np.ones((2, 2), "float32"), "nsp_logits": np.ones(2, "float32")},
+    )
     pretrainer.save(tmp_path / "p.keras")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

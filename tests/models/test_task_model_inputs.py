@@ -7,8 +7,14 @@ import logging
 import numpy as np
 import pytest
 
-from keras_bert_lib import (CrossEncoder, SentenceEmbedder, SpanQuestionAnswerer, TextClassifier, TokenClassifier,
-                            bert_tiny)
+from keras_bert_lib import (
+    CrossEncoder,
+    SentenceEmbedder,
+    SpanQuestionAnswerer,
+    TextClassifier,
+    TokenClassifier,
+    bert_tiny,
+)
 from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "film", "plot"]

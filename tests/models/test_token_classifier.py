@@ -34,7 +34,9 @@ def test_entities_come_back_with_the_texts_own_characters(tagger, monkeypatch):
     monkeypatch.setattr(tagger, "predict", _planted(tagger, {"sin": "B-PER", "##an": "B-LOC", "ak": "I-PER",
                                                              "zurich": "B-LOC", "東": "B-LOC", "京": "I-LOC"}))
     text = "Sinan  Akın visited Zürich, then 東 京."
-    assert tagger.tag([text]) == [[("Sinan  Akın", "PER", 0, 11), ("Zürich,", "LOC", 20, 27), ("東 京.", "LOC", 33, 37)]]
+    assert tagger.tag([text]) == [
+        [("Sinan  Akın", "PER", 0, 11), ("Zürich,", "LOC", 20, 27), ("東 京.", "LOC", 33, 37)]
+    ]
     # "##an" is not a first piece: its planted B-LOC is never read
     assert tagger.predict_tags([["Sinan", "Akın"]]) == [["B-PER", "I-PER"]]
     assert tagger.tag(text) == tagger.tag([text])[0]  # one text in, one list out

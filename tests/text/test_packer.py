@@ -19,7 +19,10 @@ def test_packing_invariants(first, second, length, truncate):
     """Exact length; one [CLS] first; one [SEP] per segment; segment ids 0 then 1; the mask
     covers exactly the real tokens; kept tokens are a prefix of each segment."""
     n = min(len(first), len(second))
-    a, b = tf.ragged.constant(first[:n], tf.int32, ragged_rank=1), tf.ragged.constant(second[:n], tf.int32, ragged_rank=1)
+    a, b = (
+        tf.ragged.constant(first[:n], tf.int32, ragged_rank=1),
+        tf.ragged.constant(second[:n], tf.int32, ragged_rank=1),
+    )
     out = {k: v.numpy() for k, v in BertPacker(length, CLS, SEP, PAD, truncate)((a, b)).items()}
     for row in range(n):
         ids, seg, mask = out["token_ids"][row], out["segment_ids"][row], out["padding_mask"][row]
@@ -73,6 +76,7 @@ def test_too_short_a_sequence_is_refused():
 def test_a_list_is_a_batch_a_tuple_is_a_pair_and_anything_else_is_refused(vocab_path):
     import numpy as np
     import pytest
+
     from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer
 
     preprocess = BertPreprocessor(WordPieceTokenizer(vocab_path), sequence_length=12)

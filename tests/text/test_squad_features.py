@@ -47,7 +47,7 @@ def test_training_positions_mark_the_answer_in_the_windows_that_hold_it_and_cls_
     start = context.index("Zürich")
     features = squad_features(["Which city?", "Nothing here?"], [context, "Short text."], ours, 128, 16, 48,
                               answers=[("Zürich, café Sinan", start), None])
-    windows, rows = features.windows[0], np.flatnonzero(features.example_index == 0)
+    rows = np.flatnonzero(features.example_index == 0)
     held = [n for n in rows if features.start_positions[n] > 0]
     assert held and held[-1] == rows[-1]  # the answer closes the context: the last window holds it
     for n in held:

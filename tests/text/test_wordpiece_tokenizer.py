@@ -76,7 +76,9 @@ def test_sinan_packs_as_in_the_reference(vocab_path):
     """reference.md: "Sinan loves a beautiful day" → [CLS] sin ##an loves a beautiful day [SEP]."""
     tokenizer = WordPieceTokenizer(vocab_path)
     out = BertPreprocessor(tokenizer, sequence_length=10)(tf.constant(["Sinan loves a beautiful day"]))
-    tokens = [tokenizer.id_to_token(i) for i, m in zip(out["token_ids"][0].numpy(), out["padding_mask"][0].numpy()) if m]
+    tokens = [
+        tokenizer.id_to_token(i) for i, m in zip(out["token_ids"][0].numpy(), out["padding_mask"][0].numpy()) if m
+    ]
     assert tokens == ["[CLS]", "sin", "##an", "loves", "a", "beautiful", "day", "[SEP]"]
     assert out["token_ids"][0, 8:].numpy().tolist() == [0, 0]
 
@@ -91,7 +93,13 @@ def test_special_token_strings_in_text_are_text(vocab_path):
 
 def test_lookups_and_detokenize(vocab_path):
     tokenizer = WordPieceTokenizer(vocab_path)
-    assert (tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id, tokenizer.mask_id, tokenizer.unk_id) == (101, 102, 0, 103, 100)
+    assert (tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id, tokenizer.mask_id, tokenizer.unk_id) == (
+        101,
+        102,
+        0,
+        103,
+        100,
+    )
     assert tokenizer.token_to_id("##an") == 2319 and tokenizer.id_to_token(2319) == "##an"
     assert tokenizer.vocabulary_size() == 30522
     text = tokenizer.detokenize(tokenizer(tf.constant(["Sinan loves a beautiful day"])))

@@ -57,8 +57,12 @@ def runs(tmp_path_factory):
     cluster = {"worker": [f"127.0.0.1:{port}" for port in _free_ports(2)]}
     processes = {"mirrored": _start("mirrored", weights, str(folder / "mirrored.json"))}
     for i in range(2):
-        processes[f"worker{i}"] = _start("multi_worker", weights, str(folder / f"worker{i}.json"),
-                                         TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}}))
+        processes[f"worker{i}"] = _start(
+            "multi_worker",
+            weights,
+            str(folder / f"worker{i}.json"),
+            TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}}),
+        )
     distributed_run.main("one_device", weights, str(folder / "one_device.json"))
     for process in processes.values():
         _finish(process)

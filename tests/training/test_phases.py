@@ -26,6 +26,8 @@ def test_two_phases_run_in_order_from_the_first_phases_weights(finished_run):
         return model.encoder.token_embedding.embeddings.numpy()
 
     first, second = weights("phase1"), weights("phase2")
-    fresh = BertPretrainer(bert_tiny(vocab_size=vocab_size), sentence_task="sop").encoder.token_embedding.embeddings.numpy()
+    fresh = BertPretrainer(
+        bert_tiny(vocab_size=vocab_size), sentence_task="sop"
+    ).encoder.token_embedding.embeddings.numpy()
     # Phase 2's four small steps moved phase 1's weights a little; a fresh start is far away.
     assert np.abs(second - first).max() < 0.05 < np.abs(second - fresh).max()

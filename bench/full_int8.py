@@ -29,10 +29,11 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from keras_bert_lib import load_checkpoint, load_preprocessor  # noqa: E402
+from keras_bert_lib.data import movie_reviews  # noqa: E402
 from keras_bert_lib.export.signatures import ServingModule, agreement  # noqa: E402
 from keras_bert_lib.export.tflite import run_tflite  # noqa: E402
 
-REVIEWS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "data", "movie_reviews")
+REVIEWS = os.path.dirname(movie_reviews()["train"])
 LAYER_NORM = ["MEAN", "SQUARED_DIFFERENCE", "RSQRT"]
 FLOAT_KEPT = {"LayerNorm": LAYER_NORM, "LayerNorm, Add": LAYER_NORM + ["ADD"],
               "LayerNorm, Add, Mul, Softmax, one-hot": LAYER_NORM + ["ADD", "MUL", "SOFTMAX", "ONE_HOT"]}

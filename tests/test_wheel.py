@@ -37,8 +37,8 @@ def test_the_wheel_runs_the_quickstart_outside_the_source_tree(tmp_path):
     where = run(str(python), "-c", "import keras_bert_lib, keras_bert_cli; print(keras_bert_lib.__file__)", cwd=work)
     assert where.strip().startswith(str(target)), where
     assert "--validation" in run(str(console), "quickstart", "--help", cwd=work)
-    out = run(str(console), "quickstart", "--epochs", "1", "--format", "saved_model", cwd=work)
-    assert "on 200 reviews; the majority class 0.580" in out
+    out = run(str(console), "quickstart", "--epochs", "1", "--formats", "saved_model", cwd=work)
+    assert "on 200 texts; the majority class 0.580" in out
     table = out[out.index("\nartefact ") + 1:].splitlines()
     assert [line.split()[0] for line in table[1:4]] == ["keras", "saved_model", "saved_model"], table
     assert (work / "runs" / "quickstart_classify" / "exported" / "saved_model" / "1" / "saved_model.pb").exists()

@@ -9,11 +9,12 @@ from keras_bert_lib.backend_check import require_tensorflow_backend
 
 require_tensorflow_backend("export")
 
+from keras_bert_lib.export.export_all import FORMATS, check_export_target, export_all, load_model_file  # noqa: E402
 from keras_bert_lib.export.onnx import export_onnx  # noqa: E402
 from keras_bert_lib.export.parity import format_report, parity_report  # noqa: E402
 from keras_bert_lib.export.saved_model import export_saved_model  # noqa: E402
 from keras_bert_lib.export.signatures import ServingModule, output_names  # noqa: E402
 from keras_bert_lib.export.tflite import export_tflite  # noqa: E402
 
-__all__ = ["ServingModule", "export_onnx", "export_saved_model", "export_tflite", "format_report", "output_names",
-           "parity_report"]
+__all__ = ["FORMATS", "ServingModule", "check_export_target", "export_all", "export_onnx", "export_saved_model",
+           "export_tflite", "format_report", "load_model_file", "output_names", "parity_report"]

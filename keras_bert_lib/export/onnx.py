@@ -8,12 +8,6 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_lib.atomic_write import atomic_write_text
-from keras_bert_lib.export.onnx_graph import (
-    fold_layer_norms,
-    products_as_divisions,
-    unflatten_dense_layers,
-    weights_to_initializers,
-)
 from keras_bert_lib.export.signatures import ID_NAMES, agreement, check_batch, task_outputs
 
 FUSED = ("Attention", "MultiHeadAttention", "LayerNormalization", "SkipLayerNormalization", "Gelu", "BiasGelu",
@@ -64,8 +58,11 @@ def export_onnx(model, path, opset=17, optimize=True, quantize=None):
         raise ValueError(f"quantize={quantize!r} is not one of None, 'dynamic_int8'.")
     start = time.perf_counter()
     proto = _convert(model, opset)
-    folded = {"LayerNormalization": fold_layer_norms(proto), "Dense as one MatMul": unflatten_dense_layers(proto),
-              **products_as_divisions(proto)}
+    from keras_bert_lib.export import onnx_graph  # the onnx package is the export extra's
+
+    folded = {"LayerNormalization": onnx_graph.fold_layer_norms(proto),
+              "Dense as one MatMul": onnx_graph.unflatten_dense_layers(proto),
+              **onnx_graph.products_as_divisions(proto)}
     with tempfile.TemporaryDirectory() as tmp:
         plain = os.path.join(tmp, "plain.onnx")
         with open(plain, "wb") as f:
@@ -119,6 +116,8 @@ def _convert(model, opset):
 
     function = tf.function(ids_and_weights, input_signature=spec, autograph=False)
     proto, _ = tf2onnx.convert.from_function(function, input_signature=spec, opset=opset)
+    from keras_bert_lib.export.onnx_graph import weights_to_initializers  # the export extra's onnx
+
     weights_to_initializers(proto, {n: v.numpy() for v, n in zip(variables, names)}, ID_NAMES)
     return proto
 

@@ -53,7 +53,7 @@ def test_quickstart_help_gives_every_flag_its_default(capsys, monkeypatch):
     with pytest.raises(SystemExit):
         main(["quickstart", "--help"])
     flags = capsys.readouterr().out.split("\n  --")[1:]
-    assert len(flags) == 10 and all("default" in f for f in flags), flags
+    assert len(flags) == 11 and all("default" in f for f in flags), flags
 
 
 def test_parity_report_scores_each_artefact_against_the_true_labels(tmp_path):

@@ -1,0 +1,122 @@
+"""Every export at once: a model file → a SavedModel, TFLite and ONNX files, checked, in one folder."""
+
+import os
+import warnings
+
+import keras
+
+from keras_bert_lib.export.isolated import export_isolated
+from keras_bert_lib.export.onnx import export_onnx
+from keras_bert_lib.export.saved_model import export_saved_model
+from keras_bert_lib.export.tflite import export_tflite
+from keras_bert_lib.file_checks import check_writable_folder
+
+FORMATS = ("saved_model", "tflite", "onnx")
+QUANTIZATIONS = (None, "float16", "dynamic_int8")
+
+
+def load_model_file(path):
+    """(the Keras model, its `.keras` path) from a `.keras` file or a run folder holding
+    `model.keras`, loaded with `safe_mode=True` and without its optimizer; a ValueError that says
+    what to pass if it is neither.
+
+    Example:
+        ```python
+        from keras_bert_lib.export.export_all import load_model_file
+        # model, path = load_model_file("runs/quickstart_classify")
+        ```
+    """
+    file = os.path.join(path, "model.keras") if os.path.isdir(path) else os.fspath(path)
+    if not os.path.isfile(file):
+        raise ValueError(f"{file} is not a file; pass a .keras file or a run folder with model.keras.")
+    try:
+        with warnings.catch_warnings():  # compile=False: Keras says it skips the optimizer's variables
+            warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer")
+            return keras.saving.load_model(file, safe_mode=True, compile=False), file
+    except (ValueError, OSError, KeyError, TypeError) as e:  # not a .keras archive, or one of other classes
+        raise ValueError(f"{file} does not load as a Keras model ({e}); pass the model.keras that keras-bert "
+                         "finetune or model.save wrote.") from None
+
+
+def check_export_target(output, formats=FORMATS, version=1, flag="--output"):
+    """Raises a ValueError, before any conversion, if `output` cannot be written or already holds
+    SavedModel `version` (TF Serving serves a version as it was written); `flag` names the setting.
+
+    Example:
+        ```python
+        import tempfile
+        from keras_bert_lib.export.export_all import check_export_target
+        check_export_target(tempfile.mkdtemp(), ["saved_model"], version=1)
+        ```
+    """
+    check_writable_folder(output, flag)
+    target = os.path.join(output, "saved_model", str(version))
+    if "saved_model" in formats and os.path.exists(target):
+        raise ValueError(f"{target} exists, and TF Serving serves a version as it was written: export as "
+                         f"--version {version + 1}, or delete the folder.")
+
+
+def export_all(model, output, formats=FORMATS, quantize=(None,), version=1, pair=None, text=True, optimize=True,
+               model_path=None, log=None):
+    """Writes each of `formats` into `output`, every file checked against the Keras model as it
+    is made; returns {artefact: path}, the keys `parity_report` takes.
+
+    `output/saved_model/<version>/` (TF Serving), `output/model[_<quantize>].tflite`,
+    `output/model[_int8].onnx`. Each of `quantize` gives a TFLite and (but for float16) an ONNX
+    file. With several TFLite/ONNX files and `model_path` (the model's `.keras` file), each
+    conversion runs in a fresh process (`export_isolated`: TFLite's converter leaks memory).
+
+    Args:
+        model: a task model or encoder.
+        output: str. The folder (made if needed; checked first by `check_export_target`).
+        formats: some of "saved_model", "tflite", "onnx".
+        quantize: some of None, "float16" (TFLite only), "dynamic_int8".
+        version: int. The SavedModel's TF Serving version.
+        pair: None, or True for a classifier of text pairs (two string inputs).
+        text: bool. TFLite: the tokenizer inside the file too (strings in).
+        optimize: bool. ONNX: ONNX Runtime's transformer optimiser.
+        model_path: the `.keras` file of `model`, for the fresh-process conversions.
+        log: a function of one line (say `print`) told of each artefact as it is written, or None.
+    Raises:
+        ValueError: an unknown format or quantization, float16 for ONNX alone, an output that
+            cannot take the files (before any conversion).
+    Example:
+        ```python
+        import tempfile
+        from keras_bert_lib import bert_tiny
+        from keras_bert_lib.export import export_all
+        paths = export_all(bert_tiny(num_hidden_layers=1), tempfile.mkdtemp(), formats=["saved_model"])
+        ```
+    """
+    formats = list(dict.fromkeys(formats))
+    quantize = list(dict.fromkeys(quantize))
+    unknown = [f for f in formats if f not in FORMATS] + [q for q in quantize if q not in QUANTIZATIONS]
+    if unknown:
+        raise ValueError(f"{unknown} not among the formats {FORMATS} and quantizations {QUANTIZATIONS}.")
+    onnx_quantize = [q for q in quantize if q != "float16"]
+    if "onnx" in formats and not onnx_quantize:
+        raise ValueError("float16 quantization is for TFLite; ONNX takes none or dynamic_int8.")
+    check_export_target(output, formats, version)
+    jobs = [("tflite", q) for q in quantize if "tflite" in formats] + \
+           [("onnx", q) for q in onnx_quantize if "onnx" in formats]
+    isolate = len(jobs) > 1 and model_path is not None
+    say = log or (lambda line: None)
+    exported = {}
+    if "saved_model" in formats:
+        exported["saved_model"] = export_saved_model(model, os.path.join(output, "saved_model"), version=version,
+                                                     pair=pair)
+        say(f"saved_model: {exported['saved_model']}")
+    for fmt, q in jobs:
+        if fmt == "tflite":
+            options = dict(quantization=q, text=text, pair=pair)
+            path = os.path.join(output, f"model_{q}.tflite" if q else "model.tflite")
+        else:
+            options = dict(optimize=optimize, quantize=q)
+            path = os.path.join(output, "model_int8.onnx" if q else "model.onnx")
+        info = (export_isolated(model_path, fmt, path, **options) if isolate
+                else (export_tflite if fmt == "tflite" else export_onnx)(model, path, **options))
+        fused = ", ".join(f"{k} {v}" for k, v in info.get("fused", {}).items() if v)
+        say(f"{fmt}{' ' + q if q else ''}: {info['path']}" +
+            (f" in {info['seconds']:.1f} s; fused operators: {fused or 'none'}" if fmt == "onnx" else ""))
+        exported[f"{fmt} {q}" if q else fmt] = info["path"]
+    return exported

@@ -158,7 +158,11 @@ def add_config_flags(parser, config_class, skip=()):
         add_config_flags(argparse.ArgumentParser(), LoopConfig)
         ```
     """
-    parser.add_argument("--config", metavar="FILE", help="a JSON file of config fields; flags override it (default: none)")
+    parser.add_argument("--recipe", metavar="FILE",
+                        help="a TOML recipe from recipes/ (a published setting); --config and flags override it "
+                             "(default: none)")
+    parser.add_argument("--config", metavar="FILE",
+                        help="a JSON file of config fields; flags override it (default: none)")
     for field in dataclasses.fields(config_class):
         if field.name in skip:
             continue

@@ -34,6 +34,7 @@ from keras_bert_lib.runs import (
     run_pretraining,
     run_quickstart,
 )
+from keras_bert_lib.runs.recipes import load_recipe
 from keras_bert_lib.text import load_preprocessor
 from keras_bert_lib.viz import attention_html, attention_maps, plot_attention
 
@@ -155,7 +156,8 @@ def _finetune(args):
         print(f"  {name} {_number(value)}")
     for name, value in report["baselines"].items():
         print(f"  baseline, {name}: {_number(value)}")
-    _print_outputs(config)
+    print(f"model: {config.output_dir}/model.keras   curves: {config.output_dir}/curves.png   "
+          f"report: {config.output_dir}/report.json")
     return 0
 
 
@@ -169,13 +171,8 @@ def _distill(args):
         print(f"  {name} {_number(value)}  (teacher {_number(report['teacher'][name])})")
     print(f"  student / teacher accuracy {report['student / teacher accuracy']:.3f}; parameters "
           f"{report['parameters']['student']:,} against {report['parameters']['teacher']:,}")
-    _print_outputs(config)
+    print(f"model: {config.output_dir}/model.keras   report: {config.output_dir}/report.json")
     return 0
-
-
-def _print_outputs(config):
-    print(f"model: {config.output_dir}/model.keras   curves: {config.output_dir}/curves.png   "
-          f"report: {config.output_dir}/report.json")
 
 
 def _export(args):
@@ -210,12 +207,14 @@ def _attention(args):
 def _run(args, config_class, run, command):
     """(config, report) of a run from the flags and --config, or (None, exit code) on a bad setting."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    values = {}
-    if args.config:
-        with open(args.config, encoding="utf-8") as f:
-            values.update(json.load(f))
-    values.update({f.name: getattr(args, f.name) for f in dataclasses.fields(config_class) if hasattr(args, f.name)})
     try:
+        task = getattr(args, "task", None)
+        values = load_recipe(args.recipe, command, config_class, task=task) if args.recipe else {}
+        if args.config:
+            with open(args.config, encoding="utf-8") as f:
+                values.update(json.load(f))
+        values.update({f.name: getattr(args, f.name) for f in dataclasses.fields(config_class)
+                       if hasattr(args, f.name)})
         config = config_class(**values)
         print(f"{config_class.__name__}:", json.dumps(dataclasses.asdict(config), indent=2, sort_keys=True))
         return config, run(config)

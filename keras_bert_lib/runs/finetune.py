@@ -6,7 +6,7 @@
     squad     SQuAD v1.1 / v2.0 JSON                     → SpanQuestionAnswerer (exact match, F1)
     ner       words and tags (CoNLL columns, JSONL)      → TokenClassifier (entity P/R/F1; POS: accuracy)
 
-`keras-bert finetune TASK` and `recipes/finetune_*.py` are thin over `run_finetuning`. Defaults are
+`keras-bert finetune TASK [--recipe recipes/....toml]` is thin over `run_finetuning`. Defaults are
 BERT's (Devlin et al., 2019, §4.1 and Google's run_classifier.py): length 128, batch 32, lr 5e-5,
 3 epochs, 10% warm-up, AdamW with decay 0.01 except on LayerNorm and biases, clipping at 1.0.
 """

@@ -1,6 +1,6 @@
 """The pre-training run: corpus → vocabulary → instances → dynamic masking → train → report → export.
 
-`recipes/pretrain.py` and `keras-bert pretrain` are thin over `run_pretraining`. The defaults are
+`keras-bert pretrain [--recipe recipes/....toml]` is thin over `run_pretraining`. The defaults are
 the quick-start: the standard-library corpus, a learned vocabulary and a BERT-Tiny for a few
 minutes on a 2-core CPU.
 """

@@ -71,5 +71,15 @@ SLOW_FIRST = ("test_resume.py", "test_phases.py", "test_distribution.py", "test_
               "test_tfrecords.py", "test_vocabulary.py", "test_pretrain_run.py", "test_docs.py")
 
 
+# Fixtures that build one costly thing several tests read (a training run, runs on two replicas or
+# on other backends, a converted file): every test that reads one is slow, since in the fast tier
+# it would pay for the whole fixture. Tests that are slow on their own carry @pytest.mark.slow.
+COSTLY_FIXTURES = {"finished_run", "minilm_classify_run", "classify_run", "distill_run", "teacher", "runs", "outputs",
+                   "classifier_file"}
+
+
 def pytest_collection_modifyitems(items):
+    for item in items:
+        if COSTLY_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
     items.sort(key=lambda item: item.path.name not in SLOW_FIRST)

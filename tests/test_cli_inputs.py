@@ -36,6 +36,7 @@ def test_help_answers_in_under_three_seconds_without_loading_tensorflow():
     assert loaded.stdout.strip().splitlines()[-1] == "False False"
 
 
+@pytest.mark.slow
 def test_a_command_prints_no_tensorflow_start_up_noise():
     """No `E0000 ... cuInit ... CUDA error` (nor oneDNN's I0000 lines) on a machine without a GPU."""
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}

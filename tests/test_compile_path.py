@@ -48,6 +48,7 @@ def test_the_encoder_takes_the_chosen_path_and_compile_overrides_it():
     assert encoder.jit_compile is True
 
 
+@pytest.mark.slow
 def test_bfloat16_on_either_path_keeps_float32s_pooled_output():
     """Both compiled paths of a mixed_bfloat16 encoder agree with float32 (cosine ≥ 0.999)."""
     float32 = bert_tiny(num_hidden_layers=2)

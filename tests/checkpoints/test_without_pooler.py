@@ -33,6 +33,7 @@ def _saved(name, tmp_path):
     return model
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_masked_lm_checkpoint_without_pooler_loads_and_equals_transformers(name, tmp_path, caplog):
     from safetensors.numpy import load_file

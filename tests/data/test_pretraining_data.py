@@ -125,6 +125,7 @@ def _masked_runs(documents, tokenizer, **options):
     return chosen.sum() / (~special).sum(), (chosen & neighbour).sum() / chosen.sum(), (chosen & special).any()
 
 
+@pytest.mark.slow
 def test_ngram_masking_chooses_runs_of_up_to_three_at_the_same_rate(documents, tokenizer):
     """P(n) ∝ 1/n, n ≤ 3: a chosen piece sits in an n-gram of 2 or 3 with probability
     (2·3 + 3·2) / 18 = 2/3 (more where two n-grams touch); single-piece masking gives ~0.25."""
@@ -135,6 +136,7 @@ def test_ngram_masking_chooses_runs_of_up_to_three_at_the_same_rate(documents, t
     assert 0.64 <= together <= 0.8 and single_together < 0.35, (together, single_together)
 
 
+@pytest.mark.slow
 def test_albert_ngram_and_whole_word_masking_run_inside_the_tf_data_pipeline(tiny_corpus, tokenizer):
     """The pipeline masks in a graph (its map), where n-gram masking once failed to build."""
     from keras_bert_lib.data import build_pretraining_datasets

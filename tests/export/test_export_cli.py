@@ -12,6 +12,7 @@ from tests.models.test_task_models import _preprocessor, _tiny
 pytest.importorskip("tf2onnx", reason="the export extra is part of the test install")
 
 
+@pytest.mark.slow
 def test_export_writes_both_formats_and_prints_the_parity_table(tmp_path, capsys):
     run = tmp_path / "run"
     run.mkdir()
@@ -53,9 +54,10 @@ def test_quickstart_help_gives_every_flag_its_default(capsys, monkeypatch):
     with pytest.raises(SystemExit):
         main(["quickstart", "--help"])
     flags = capsys.readouterr().out.split("\n  --")[1:]
-    assert len(flags) == 11 and all("default" in f for f in flags), flags
+    assert len(flags) == 12 and all("default" in f for f in flags), flags
 
 
+@pytest.mark.slow
 def test_parity_report_scores_each_artefact_against_the_true_labels(tmp_path):
     """An exported classifier's held-out accuracy is its own: computed from its `label` output,
     equal to the Keras model's where the labels agree, and printed as a column."""
@@ -76,6 +78,7 @@ def test_parity_report_scores_each_artefact_against_the_true_labels(tmp_path):
     assert "accuracy" in table.splitlines()[0] and "0.667" in table.splitlines()[2]
 
 
+@pytest.mark.slow
 def test_parity_report_runs_the_string_signatures_on_the_raw_texts(tmp_path):
     """With `texts`, the SavedModel and the text-in TFLite file get a "text" row each: their own
     tokenizer on the strings against Keras on the preprocessor's ids; ONNX (ids only) none."""

@@ -41,6 +41,7 @@ def _perturbed(encoder, seed=0):
     return encoder
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("factory", ["bert_base", "albert_base", "distilbert_base", "roberta_base"])
 def test_one_file_serves_two_batch_sizes_and_two_lengths_plain_and_fused(factory, tmp_path):
     encoder = _perturbed(getattr(kb, factory)(**SMALL))
@@ -64,6 +65,7 @@ def test_one_file_serves_two_batch_sizes_and_two_lengths_plain_and_fused(factory
                                            err_msg=f"{factory} {path} {name}")
 
 
+@pytest.mark.slow
 def test_task_models_keep_their_output_names_and_the_optimised_and_int8_files_agree(tmp_path):
     classifier = TextClassifier(kb.bert_base(**SMALL), 3)
     optimized = export_onnx(classifier, tmp_path / "c.onnx")
@@ -85,6 +87,7 @@ def test_an_unknown_quantization_is_refused_before_any_work(tmp_path):
     assert not (tmp_path / "m.onnx").exists()
 
 
+@pytest.mark.slow
 def test_the_optimiser_needs_no_pytorch_and_fuses_as_onnx_runtimes_own_entry_point(tmp_path, monkeypatch):
     """The export extra has no torch, and ONNX Runtime's optimize_model imports it for its first
     pass: ours asks a session for that pass, and makes the same fused graph without torch."""

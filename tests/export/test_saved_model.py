@@ -38,6 +38,7 @@ OUTPUTS = {"classifier": ["label", "probabilities"], "pair_classifier": ["label"
            "encoder": ["pooled_output", "sequence_output"]}
 
 
+@pytest.mark.slow
 def test_every_task_model_serves_strings_and_ids_in_a_process_without_the_library(tmp_path):
     expected = {}
     for name, (model, pair) in _models().items():
@@ -85,6 +86,7 @@ def test_a_regression_serves_one_score_and_an_embedder_its_embeddings_per_row():
     np.testing.assert_allclose(out["embeddings"].numpy(), embedder.predict(ids, verbose=0), atol=1e-6)
 
 
+@pytest.mark.slow
 def test_saved_model_cli_lists_both_signatures_with_their_names_and_dtypes(tmp_path):
     model = TextClassifier(_tiny(), 2, preprocessor=_preprocessor())
     path = export_saved_model(model, tmp_path, version=3)
@@ -100,6 +102,7 @@ def test_saved_model_cli_lists_both_signatures_with_their_names_and_dtypes(tmp_p
     assert os.listdir(os.path.join(path, "assets")) == ["vocab.txt"]
 
 
+@pytest.mark.slow
 def test_each_weight_is_stored_once(tmp_path):
     from keras_bert_lib import bert_mini
 
@@ -114,6 +117,7 @@ def test_each_weight_is_stored_once(tmp_path):
     assert stored <= 1.05 * weights, stored / weights  # Keras' model.export: 2.0
 
 
+@pytest.mark.slow
 def test_bad_requests_get_defined_answers(tmp_path):
     model = TextClassifier(_tiny(), 2, preprocessor=_preprocessor())
     served = tf.saved_model.load(export_saved_model(model, tmp_path)).signatures["serving_default"]

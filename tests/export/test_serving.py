@@ -36,6 +36,7 @@ def test_models_config_is_tf_servings_and_names_the_classifier():
     assert (model.name, model.base_path, model.model_platform) == ("classifier", "/models/classifier", "tensorflow")
 
 
+@pytest.mark.slow
 def test_the_rest_body_and_the_grpc_request_give_the_keras_outputs(tmp_path):
     from tensorflow_serving.apis import predict_pb2
 
@@ -57,6 +58,7 @@ def test_the_rest_body_and_the_grpc_request_give_the_keras_outputs(tmp_path):
     np.testing.assert_array_equal(by_grpc["label"].numpy(), want.argmax(-1))
 
 
+@pytest.mark.slow
 def test_the_grpc_script_writes_the_request(tmp_path):
     result = subprocess.run([sys.executable, str(SERVING / "grpc_request.py"), "--write", str(tmp_path / "r.pb")],
                             capture_output=True, text=True, timeout=300)

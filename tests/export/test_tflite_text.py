@@ -103,6 +103,7 @@ def test_real_reviews_tokenize_the_same_but_for_a_handful(classifier_file):
     assert all("…" in t for t in differ), differ
 
 
+@pytest.mark.slow
 def test_a_pair_task_takes_two_strings(tmp_path):
     ranker = CrossEncoder(_encoder(), preprocessor=_preprocessor(16))
     export_tflite(ranker, tmp_path / "ranker.tflite", quantization="dynamic_int8")

@@ -51,6 +51,7 @@ run(x); run(x)
 """
 
 
+@pytest.mark.slow
 def test_tensorflow_runs_the_bias_and_erf_gelu_inside_the_oneDNN_matmul():
     env = {**os.environ, "ONEDNN_VERBOSE": "1", "TF_ENABLE_ONEDNN_OPTS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
     out = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, timeout=120)

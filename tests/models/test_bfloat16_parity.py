@@ -24,6 +24,7 @@ def _classifier(dtype, preprocessor=None):
                           pooling="mean", dropout=0.0)
 
 
+@pytest.mark.slow
 def test_a_fitted_minilm_classifier_keeps_its_logits_and_labels_in_bfloat16():
     train, held_out = (read_examples(os.path.join(REVIEWS, f"{n}.csv")) for n in ("train", "validation"))
     float32 = _classifier("float32")

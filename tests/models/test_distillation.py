@@ -54,6 +54,7 @@ def test_the_loss_equals_its_formula_with_and_without_hard_labels(t, alpha):
     assert (restored.temperature, restored.alpha) == (t, alpha)
 
 
+@pytest.mark.slow
 def test_a_student_learns_the_teachers_predictions_from_unlabelled_inputs():
     keras.utils.set_random_seed(0)
     encoder = bert_tiny(vocab_size=50, num_hidden_layers=4, max_position_embeddings=16, hidden_dropout_prob=0.0,

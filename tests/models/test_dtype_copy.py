@@ -22,6 +22,7 @@ def _bytes(model):
     return sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in model.weights)
 
 
+@pytest.mark.slow
 def test_a_bfloat16_copy_of_a_mixed_encoder_computes_what_it_computed_from_half_the_bytes():
     mixed = bert_tiny(dtype="mixed_bfloat16", vocab_size=64)
     serving = with_dtype(mixed, "bfloat16")

@@ -36,6 +36,7 @@ SPECS["roberta_pre_ln"].inputs = {**INPUTS, "segment_ids": np.zeros((2, 6), "int
 CASES = [(n, c) for n, s in SPECS.items() for c in harness.checks_for(s)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,check", CASES, ids=[f"{n}-{c.__name__}" for n, c in CASES])
 def test_contract(name, check):
     check(SPECS[name])
@@ -125,6 +126,7 @@ def _google_weights(encoder):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("act", ["gelu", "gelu_tanh"])
 def test_encoder_equals_numpy_bert(act):
     """The whole encoder equals an independent NumPy BERT on a padded batch (real positions)."""

@@ -75,6 +75,7 @@ def test_good_inputs_pass_and_a_bool_mask_is_a_mask(encoder):
         "pooled_output"].shape == (1, 128)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("way", ["fit", "train_on_batch"])
 def test_the_first_training_step_is_traced_once(way):
     """Keras builds the optimizer's slots inside the first trace without a strategy; those new

@@ -27,6 +27,7 @@ SPEC = harness.LayerSpec(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("check", harness.checks_for(SPEC), ids=lambda c: c.__name__)
 def test_contract(check):
     check(SPEC)
@@ -100,6 +101,7 @@ def mlm_of(pretrainer, x, y, w):
     return (nll * w["mlm_logits"]).sum() / w["mlm_logits"].sum()
 
 
+@pytest.mark.slow
 def test_training_moves_the_student_towards_the_frozen_teacher():
     keras.utils.set_random_seed(1)
     teacher = _teacher()

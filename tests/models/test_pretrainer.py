@@ -17,6 +17,7 @@ SPEC = harness.LayerSpec(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("check", harness.checks_for(SPEC), ids=lambda c: c.__name__)
 def test_contract(check):
     check(SPEC)
@@ -47,6 +48,7 @@ def test_sentence_task_without_a_pooler_is_refused():
     assert set(BertPretrainer(kb.distilbert_base(num_hidden_layers=1), sentence_task=None).output) == {"mlm_logits"}
 
 
+@pytest.mark.slow
 def test_a_compiled_pretrainer_loads_compiled_with_its_optimizer_state(tmp_path):
     import warnings
 

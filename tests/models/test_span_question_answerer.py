@@ -64,6 +64,7 @@ def test_no_answer_wins_past_the_threshold_and_needs_version_2(answerer, monkeyp
     assert answerer.answer("Where?", context, version_2=True, null_score_diff_threshold=5.0)["text"] == "Zürich"
 
 
+@pytest.mark.slow
 def test_training_features_fit_and_a_model_without_preprocessor_says_what_it_needs(answerer):
     features = answerer.features(["Where?"], ["Trains leave Zürich hourly."], answers=[("Zürich", 13)])
     assert features.labels["start_logits"].tolist() == [6] and features.labels["end_logits"].tolist() == [6]

@@ -44,6 +44,7 @@ def _matching(pairs, seed):
     return (questions, answers), np.array(labels)
 
 
+@pytest.mark.slow
 def test_a_pair_classifier_learns_whether_an_answer_answers_the_question():
     """320 training pairs (160 questions), one epoch, the top 3 blocks, length 40: 0.673 held out
     (measured; 200 questions at length 48: 0.683, the whole encoder 0.70 in twice the time)
@@ -60,6 +61,7 @@ def test_a_pair_classifier_learns_whether_an_answer_answers_the_question():
     assert accuracy >= 0.62, accuracy
 
 
+@pytest.mark.slow
 def test_a_dual_encoder_trained_with_in_batch_negatives_retrieves_better():
     """MiniLM's [CLS] state (it was trained for mean pooling, so this starts weak): held-out
     questions retrieve their answer among 150; one epoch over 256 pairs, the top 2 blocks, takes
@@ -80,6 +82,7 @@ def test_a_dual_encoder_trained_with_in_batch_negatives_retrieves_better():
     assert after["mrr@10"] > before["mrr@10"]
 
 
+@pytest.mark.slow
 def test_a_cross_encoder_reranks_a_dual_encoders_top_10_to_a_better_mrr():
     """First stage: MiniLM's [CLS] state as a dual encoder over the 150 held-out answers, MRR@10
     0.405 (53% of the answers in its top 10, so 0.533 is the most a re-ranker can reach). A

@@ -61,6 +61,7 @@ def test_an_empty_batch_gives_an_empty_result_of_the_models_shape(name):
         {k: (0, *s) for k, s in shapes.items()}
 
 
+@pytest.mark.slow
 def test_the_task_methods_take_an_empty_list_too():
     tagger = MODELS["tagger"][0]()
     assert tagger.predict_tags([]) == [] and tagger.tag([]) == []
@@ -80,6 +81,7 @@ def test_one_string_is_a_batch_of_one():
     assert pair.predict(("good film", "bad plot"), verbose=0).shape == (1,)
 
 
+@pytest.mark.slow
 def test_string_labels_train_through_the_class_names():
     """'fresh' is index 1 of class_names: one step on names equals one step on their indices."""
     texts = ["good film", "bad plot", "good plot", "bad film"]

@@ -47,6 +47,7 @@ SPECS = {
 CASES = [(n, c) for n, s in SPECS.items() for c in harness.checks_for(s)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,check", CASES, ids=[f"{n}-{c.__name__}" for n, c in CASES])
 def test_contract(name, check):
     check(SPECS[name])
@@ -65,6 +66,7 @@ def _tiny(**kwargs):
                      attention_probs_dropout_prob=0.0, **kwargs)
 
 
+@pytest.mark.slow
 def test_raw_strings_go_in_every_way_and_equal_the_id_dict():
     classifier = TextClassifier(_tiny(), num_classes=2, preprocessor=_preprocessor(), dropout=0.0)
     classifier.compile(jit_compile=False)
@@ -94,6 +96,7 @@ def test_without_a_preprocessor_strings_are_refused_with_the_fix():
         classifier.predict(["good film"])
 
 
+@pytest.mark.slow
 def test_class_names_label_the_predictions_and_survive_a_keras_file(tmp_path):
     classifier = TextClassifier(_tiny(), num_classes=2, preprocessor=_preprocessor(), class_names=["bad", "good"])
     path = str(tmp_path / "c.keras")
@@ -104,6 +107,7 @@ def test_class_names_label_the_predictions_and_survive_a_keras_file(tmp_path):
     assert loaded.predict_labels(["good film", "bad"]) == classifier.predict_labels(["good film", "bad"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("regime,trained", [
     (None, "everything"), (1, "layer_1, pooler, head"), (0, "head")])
 def test_each_regime_trains_exactly_the_weights_it_says(regime, trained):
@@ -154,6 +158,7 @@ def test_a_cross_encoder_ranks_passages_by_its_scores():
         SentenceEmbedder(_tiny(), preprocessor=_preprocessor()).fit((["a", "b"], ["c"]), batch_size=1)
 
 
+@pytest.mark.slow
 def test_a_mean_pooling_cross_encoder_scores_the_masked_mean_and_has_no_huggingface_twin(tmp_path):
     reranker = CrossEncoder(_tiny(), preprocessor=_preprocessor(), pooling="mean")
     pair = (["good film"], ["bad plot and more"])
@@ -169,6 +174,7 @@ def test_a_mean_pooling_cross_encoder_scores_the_masked_mean_and_has_no_huggingf
         CrossEncoder(_tiny(), pooling="max")
 
 
+@pytest.mark.slow
 def test_minilm_embeddings_equal_sentence_transformers_and_so_does_their_spearman_on_lee():
     """all-MiniLM-L6-v2 at length 128 on both sides: embeddings within 1e-5 of sentence-transformers'
     `encode`, and the Spearman correlation of their cosines with the Lee corpus's human judgements
@@ -196,6 +202,7 @@ def test_minilm_embeddings_equal_sentence_transformers_and_so_does_their_spearma
     assert abs(ours_rho - theirs_rho) < 1e-3 and ours_rho > 0.4, (ours_rho, theirs_rho)
 
 
+@pytest.mark.slow
 def test_every_task_model_saved_with_its_tokenizer_predicts_the_same_in_a_fresh_process(tmp_path):
     texts, pairs = ["good film", "what is a bot ?"], (["good film", "bad"], ["good acting", "film"])
     models = {"classifier": (TextClassifier(_tiny(), num_classes=2, preprocessor=_preprocessor()), texts),

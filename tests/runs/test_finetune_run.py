@@ -120,6 +120,7 @@ def test_a_finished_run_is_tied_to_its_inputs_bytes_not_their_paths(classify_run
     assert main(argv) == 0  # the original still is (and config.json takes its path back)
 
 
+@pytest.mark.slow
 def test_ctrl_c_prints_one_line_and_the_same_command_resumes(checkpoint, tmp_path, capsys, caplog, monkeypatch):
     import keras
 
@@ -172,6 +173,7 @@ def test_bad_input_fails_before_anything_is_written(checkpoint, tmp_path, capsys
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_embed_and_rerank_runs_report_retrieval_and_ranking_numbers(checkpoint, tmp_path):
     pairs = [json.loads(line) for line in open(os.path.join(DATA, "qa_pairs.jsonl"), encoding="utf-8")][:96]
     # A hard negative for each pair: the answer of the next question (read from the training file only).
@@ -252,6 +254,7 @@ def test_optional_booleans_and_numbers_parse_true_false_and_none(capsys, tmp_pat
     assert "'maybe' is not true, false or none" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_ctrl_c_at_the_console_prints_one_line_through_the_start_up_filter(checkpoint, tmp_path):
     """SIGINT to the whole process group, as a terminal's Ctrl-C: the command's last line passes
     the filter that drops TensorFlow's start-up notes, and it exits 130."""

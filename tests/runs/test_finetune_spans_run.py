@@ -35,6 +35,7 @@ def _squad_file(path, sentences, skew=0):
     return str(path)
 
 
+@pytest.mark.slow
 def test_a_squad_run_reports_exact_match_and_f1_of_the_saved_models_answers(checkpoint, tmp_path):
     train = _squad_file(tmp_path / "train.json", _brown("train", 48), skew=3)  # one answer_start off: skipped
     dev = _squad_file(tmp_path / "dev.json", _brown("validation", 16))
@@ -55,6 +56,7 @@ def test_a_squad_run_reports_exact_match_and_f1_of_the_saved_models_answers(chec
     assert not (out / "export").exists()  # no HuggingFace question-answering export yet, and no half one
 
 
+@pytest.mark.slow
 def test_a_ner_run_on_brown_tags_reports_word_accuracy_and_iob_files_report_entities(checkpoint, tmp_path, capsys):
     for part, n in (("train", 64), ("validation", 24)):
         with open(tmp_path / f"{part}.conll", "w", encoding="utf-8") as f:
@@ -112,6 +114,7 @@ def _cloze_file(path, sentences, seed, distractors=1, max_words=20):
     return str(path), len(paragraphs)
 
 
+@pytest.mark.slow
 @pytest.mark.xdist_group("minilm_squad")
 def test_minilm_learns_to_answer_cloze_questions_on_real_sentences(tmp_path):
     """all-MiniLM-L6-v2 through `keras-bert finetune squad` on a span task built from the Brown
@@ -133,6 +136,7 @@ def test_minilm_learns_to_answer_cloze_questions_on_real_sentences(tmp_path):
     assert report["baselines"]["empty answer"]["exact_match"] == 0.0
 
 
+@pytest.mark.slow
 @pytest.mark.xdist_group("minilm_pos")
 def test_minilm_learns_brown_parts_of_speech(tmp_path):
     """all-MiniLM-L6-v2 through `keras-bert finetune ner` on the committed Brown fixture (600

@@ -25,9 +25,9 @@ def test_help_gives_every_flag_a_meaning_and_its_default(capsys, monkeypatch):
         elif entries:
             entries[-1] += " " + line.strip()
     flags = {f.name for f in dataclasses.fields(PretrainConfig)}
-    assert len(entries) == len(flags) + 2  # + --help, --config
+    assert len(entries) == len(flags) + 3  # + --help, --recipe, --config
     for entry in entries:
-        if not entry.strip().startswith(("-h", "--config")):
+        if not entry.strip().startswith(("-h", "--config", "--recipe")):
             assert "(default: " in entry, f"no default in: {entry}"
     assert "one of bert_tiny, bert_mini" in stdout and "one of dynamic, static" in stdout
 

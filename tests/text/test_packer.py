@@ -39,6 +39,7 @@ def test_packing_invariants(first, second, length, truncate):
         assert len(kept_a) + len(kept_b) == min(len(first[row]) + len(second[row]), length - 3)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 3), st.integers(0, 4), st.integers(7, 24), st.sampled_from(["round_robin", "waterfall"]),
        st.randoms(use_true_random=False))

@@ -7,12 +7,14 @@ import textwrap
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from keras_bert_lib import bert_tiny
 from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer
 
 
+@pytest.mark.slow
 def test_saved_model_takes_raw_strings_and_equals_keras(vocab_path, tmp_path):
     preprocess = BertPreprocessor(WordPieceTokenizer(vocab_path), sequence_length=16)
     encoder = bert_tiny(num_hidden_layers=1)

@@ -24,6 +24,7 @@ def test_learned_vocabulary_round_trips_its_corpus_with_under_one_percent_unk(st
     assert sum(t.startswith("##") for t in vocab) > 500
 
 
+@pytest.mark.slow
 def test_corpus_is_googles_format_and_deterministic(stdlib_corpus, tmp_path):
     text = open(stdlib_corpus, encoding="utf-8").read()
     documents = text.strip("\n").split("\n\n")
@@ -34,6 +35,7 @@ def test_corpus_is_googles_format_and_deterministic(stdlib_corpus, tmp_path):
     assert open(again, encoding="utf-8").read() == text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("vocab_size", [200, 3000])
 def test_the_learned_vocabulary_is_tensorflow_texts_reachable_or_not(reference_lines, vocab_size, caplog):
     """One pass at min_count first, and the full binary search only when that pass reaches the

@@ -6,7 +6,10 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 
+
+@pytest.mark.slow
 def test_library_works_without_tensorflow_text(vocab_path):
     script = textwrap.dedent(f"""
         import sys

@@ -7,7 +7,10 @@ import subprocess
 import sys
 import time
 
+import pytest
 
+
+@pytest.mark.slow
 def test_sigkill_then_the_same_command_resumes_and_finishes(tmp_path, tiny_corpus):
     out = tmp_path / "run"
     command = [sys.executable, "-m", "keras_bert_lib.cli", "pretrain", "--corpus", str(tiny_corpus),

@@ -33,6 +33,7 @@ def _batch(n=8):
     return x, y, w
 
 
+@pytest.mark.slow
 def test_pretrainer_trains_with_weighted_mlm_loss_under_xla():
     model = BertPretrainer(bert_tiny(num_hidden_layers=1, vocab_size=50))
     model.compile(optimizer=create_optimizer(warmup_steps=1, total_steps=50, peak_learning_rate=1e-3),
@@ -72,6 +73,7 @@ def test_a_nan_loss_stops_training_and_keeps_the_last_backup(tmp_path):
     assert np.isfinite(restored.get_layer("nsp_head").dense.bias.numpy()).all()
 
 
+@pytest.mark.slow
 def test_periodic_checkpoints_keep_the_newest_and_restore_model_and_optimizer(tmp_path):
     import tensorflow as tf
 

@@ -31,6 +31,7 @@ def maps(minilm):
     return attention_maps(*minilm, SENTENCE)
 
 
+@pytest.mark.slow
 def test_the_maps_are_the_encoders_attention_over_the_real_tokens(minilm, maps):
     from keras_bert_lib.models import BertEncoder
 
@@ -124,6 +125,7 @@ def test_the_tutorials_picture_is_what_the_code_draws(maps, tmp_path):
     assert a.shape == b.shape and np.abs(a - b).mean() < 0.01, (a.shape, b.shape)
 
 
+@pytest.mark.slow
 def test_a_task_model_is_drawn_through_its_encoder_and_anything_else_is_refused(minilm, maps):
     from keras_bert_lib import TextClassifier
 

@@ -1,14 +1,16 @@
-"""SentencePairHead: BERT's next-sentence or ALBERT's sentence-order prediction."""
+"""SentencePairHead: next-sentence (BERT) or sentence-order (ALBERT) prediction from [CLS]."""
 
 import keras
-from keras import ops
+
+from keras_bert_lib.heads.classification_head import ClassificationHead
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
-class SentencePairHead(keras.layers.Layer):
+class SentencePairHead(ClassificationHead):
     """2-way logits = pooled·W + b: IsNext / NotNext (NSP, BERT) or in order / swapped (SOP, ALBERT).
 
-    Google's code names both `cls/seq_relationship`. Logits are float32.
+    `ClassificationHead` with two classes and no dropout (pre-training's pooled output goes to
+    the dense layer as it is). Google's code names both `cls/seq_relationship`. Logits are float32.
 
     Args:
         initializer_range: float. Stddev of the kernel initializer.
@@ -27,23 +29,9 @@ class SentencePairHead(keras.layers.Layer):
     """
 
     def __init__(self, initializer_range=0.02, **kwargs):
-        super().__init__(**kwargs)
-        self.initializer_range = initializer_range
-        self.dense = keras.layers.Dense(
-            2, kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
-            name="dense", dtype=self.dtype_policy)
-
-    def build(self, input_shape):
-        self.dense.build(input_shape)
-
-    def call(self, pooled):
-        return ops.cast(self.dense(pooled), "float32")
-
-    def compute_output_shape(self, input_shape):
-        return (*input_shape[:-1], 2)
-
-    def compute_output_spec(self, pooled):
-        return keras.KerasTensor(self.compute_output_shape(pooled.shape), dtype="float32")
+        super().__init__(2, dropout=0.0, initializer_range=initializer_range, **kwargs)
 
     def get_config(self):
-        return {**super().get_config(), "initializer_range": self.initializer_range}
+        config = super().get_config()
+        del config["num_classes"], config["dropout"]
+        return config

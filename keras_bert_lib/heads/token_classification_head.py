@@ -1,19 +1,22 @@
 """TokenClassificationHead: a label per token, for named-entity recognition and tagging."""
 
 import keras
-from keras import ops
+
+from keras_bert_lib.heads.classification_head import ClassificationHead
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
-class TokenClassificationHead(keras.layers.Layer):
-    """logits = Dropout(x)·W + b at every position, float32 (CoNLL-2003 NER, BERT §5.3).
+class TokenClassificationHead(ClassificationHead):
+    """logits = Dropout(x)·W + b at every position, float32 (CoNLL-2003 NER, BERT §5.3):
+    `ClassificationHead`'s computation on (B, T, H) instead of (B, H), under the name and the
+    argument (`num_labels`) that taggers use.
 
     Args:
         num_labels: int. Number of tags.
         dropout: float. Dropout before the dense layer.
         initializer_range: float. Stddev of the kernel initializer.
     Call arguments:
-        x: float tensor (B, T, H): the encoder's `sequence_output`.
+        pooled: float tensor (B, T, H): the encoder's `sequence_output`.
     Returns:
         float32 tensor (B, T, num_labels).
     Example:
@@ -27,27 +30,10 @@ class TokenClassificationHead(keras.layers.Layer):
     """
 
     def __init__(self, num_labels, dropout=0.1, initializer_range=0.02, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(num_labels, dropout, initializer_range, **kwargs)
         self.num_labels = num_labels
-        self.dropout = dropout
-        self.initializer_range = initializer_range
-        self.dropout_layer = keras.layers.Dropout(dropout, name="dropout", dtype=self.dtype_policy)
-        self.dense = keras.layers.Dense(
-            num_labels, kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
-            name="dense", dtype=self.dtype_policy)
-
-    def build(self, input_shape):
-        self.dense.build(input_shape)
-
-    def call(self, x, training=None):
-        return ops.cast(self.dense(self.dropout_layer(x, training=training)), "float32")
-
-    def compute_output_shape(self, input_shape):
-        return (*input_shape[:-1], self.num_labels)
-
-    def compute_output_spec(self, x, training=None):
-        return keras.KerasTensor(self.compute_output_shape(x.shape), dtype="float32")
 
     def get_config(self):
-        return {**super().get_config(), "num_labels": self.num_labels, "dropout": self.dropout,
-                "initializer_range": self.initializer_range}
+        config = super().get_config()
+        config["num_labels"] = config.pop("num_classes")
+        return config

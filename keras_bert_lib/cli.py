@@ -227,7 +227,7 @@ def _run(args, config_class, run, command):
     except KeyboardInterrupt as e:  # one line: where the last backup is, and that the same command resumes
         print(f"\n{e or 'Interrupted before training began; run the same command again to start it.'}",
               file=sys.stderr)
-        return 130
+        return None, 130
 
 
 def _number(value):

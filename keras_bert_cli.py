@@ -118,7 +118,7 @@ def main(argv=None):
     # TensorFlow's C++ log lines at level ERROR and below (an `E0000 ... cuInit ... CUDA error` on a
     # machine without a GPU, its CPU-feature notes) are noise on a command line. An exported value wins.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    if not argv or argv[0].startswith("-") or argv[0] not in dict((c[0], c) for c in COMMANDS):
+    if not argv or argv[0].startswith("-") or argv[0] not in {name for name, _, _ in COMMANDS}:
         parser, _ = build_parser()
         parser.parse_args(argv[:1])  # prints the help, or the usage error, and exits
     if console and os.environ["TF_CPP_MIN_LOG_LEVEL"] == "3":

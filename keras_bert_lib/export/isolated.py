@@ -3,7 +3,6 @@
 import concurrent.futures
 import multiprocessing
 import os
-import warnings
 
 
 def export_isolated(model_path, format, path, **options):
@@ -34,12 +33,8 @@ def export_isolated(model_path, format, path, **options):
 
 def _export(model_path, format, path, options):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    import keras
+    # Here, in the fresh process: export_all imports this module, so a module-level import would be a cycle.
+    from keras_bert_lib.export import export_onnx, export_tflite, load_model_file
 
-    import keras_bert_lib.models  # noqa: F401  (registers the classes the file names)
-    from keras_bert_lib.export import export_onnx, export_tflite
-
-    with warnings.catch_warnings():  # compile=False: Keras says it skips the optimizer's variables
-        warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer")
-        model = keras.saving.load_model(model_path, safe_mode=True, compile=False)
+    model, _ = load_model_file(model_path)
     return (export_tflite if format == "tflite" else export_onnx)(model, path, **options)

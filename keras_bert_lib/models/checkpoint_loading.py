@@ -73,7 +73,7 @@ def build_from_checkpoint(checkpoint, with_heads=False, overrides=None, expected
         task = None  # RoBERTa / DistilBERT / *ForMaskedLM: an MLM head, no sentence head
     encoder_rows, head_rows = checkpoint.rows(task)
 
-    encoder = BertEncoder(**config.to_dict(), **options)
+    encoder = BertEncoder(config, **options)
     model = BertPretrainer(encoder, sentence_task=task) if with_heads else encoder
     rows = encoder_rows
     if with_heads:

@@ -1,5 +1,7 @@
 """BertEncoder: the BERT / ALBERT / DistilBERT / RoBERTa encoder as one functional keras.Model."""
 
+import dataclasses
+
 import keras
 from keras import ops
 
@@ -13,6 +15,8 @@ from keras_bert_lib.layers import (
 )
 from keras_bert_lib.models.input_checks import ChecksInputs
 
+ENCODER_FIELDS = tuple(f.name for f in dataclasses.fields(EncoderConfig))
+
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
 class BertEncoder(ChecksInputs, keras.Model):
@@ -25,7 +29,7 @@ class BertEncoder(ChecksInputs, keras.Model):
     One class covers BERT, ALBERT (factorised embedding E < H, then a dense E → H projection;
     blocks shared across layers in `num_hidden_groups` groups), DistilBERT (no segment embedding,
     no pooler: it ignores `segment_ids` and returns no `pooled_output`) and RoBERTa (positions
-    start at padding_idx + 1 = 2). The constructor takes exactly the fields of `EncoderConfig`.
+    start at padding_idx + 1 = 2). The shape is an `EncoderConfig`, declared there once.
 
     Inputs are a dict of int32 (B, T) tensors: `token_ids`, `segment_ids`, `padding_mask`
     (1 = real token; padding is on the right); every way in (a call on values, `predict`, `fit`, …)
@@ -36,7 +40,8 @@ class BertEncoder(ChecksInputs, keras.Model):
     `attention_probs` (B, L, A, T, T).
 
     Args:
-        vocab_size, hidden_size, …, norm_first: the `EncoderConfig` fields (see its docstring).
+        config: an `EncoderConfig` (default: BERT-Base's shape). Its fields may also come as
+            keyword arguments (`hidden_size=256`, ...), which replace the config's.
         output_hidden_states: bool. Also output every layer's hidden states.
         output_attentions: bool. Also output every layer's attention probabilities.
         dtype: a Keras dtype policy for the layers ("mixed_bfloat16", …); `layers_dtype_policy`
@@ -57,64 +62,51 @@ class BertEncoder(ChecksInputs, keras.Model):
         Devlin et al., 2019 (https://arxiv.org/abs/1810.04805); Lan et al., 2020 (ALBERT)
     """
 
-    def __init__(self, vocab_size=30522, hidden_size=768, num_hidden_layers=12,
-                 num_attention_heads=12, intermediate_size=3072, hidden_act="gelu",
-                 hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
-                 max_position_embeddings=512, type_vocab_size=2, initializer_range=0.02,
-                 layer_norm_eps=1e-12, embedding_size=None, num_hidden_groups=None,
-                 inner_group_num=1, position_offset=0, with_pooler=True, norm_first=False,
-                 output_hidden_states=False, output_attentions=False, dtype=None, **kwargs):
-        config = EncoderConfig(
-            vocab_size=vocab_size, hidden_size=hidden_size, num_hidden_layers=num_hidden_layers,
-            num_attention_heads=num_attention_heads, intermediate_size=intermediate_size,
-            hidden_act=hidden_act, hidden_dropout_prob=hidden_dropout_prob,
-            attention_probs_dropout_prob=attention_probs_dropout_prob,
-            max_position_embeddings=max_position_embeddings, type_vocab_size=type_vocab_size,
-            initializer_range=initializer_range, layer_norm_eps=layer_norm_eps,
-            embedding_size=embedding_size, num_hidden_groups=num_hidden_groups,
-            inner_group_num=inner_group_num, position_offset=position_offset,
-            with_pooler=with_pooler, norm_first=norm_first,
-        )
-        emb_size = embedding_size or hidden_size
+    def __init__(self, config=None, output_hidden_states=False, output_attentions=False, dtype=None, **kwargs):
+        # The architecture is declared once, in EncoderConfig: its fields come as keyword
+        # arguments (what get_config saves, and `BertEncoder(hidden_size=...)`) or as `config`.
+        fields = {name: kwargs.pop(name) for name in ENCODER_FIELDS if name in kwargs}
+        config = (config or EncoderConfig()).replace(**fields) if fields or config is None else config
+        emb_size = config.embedding_size or config.hidden_size
         init = keras.initializers.TruncatedNormal
         # === Layers ===
-        token_embedding = TokenEmbedding(vocab_size, emb_size, initializer_range,
+        token_embedding = TokenEmbedding(config.vocab_size, emb_size, config.initializer_range,
                                          name="token_embedding", dtype=dtype)
         position_embedding = PositionEmbedding(
-            max_position_embeddings, "learned", position_offset, initializer_range,
+            config.max_position_embeddings, "learned", config.position_offset, config.initializer_range,
             name="position_embedding", dtype=dtype)
         segment_embedding = (
-            SegmentEmbedding(type_vocab_size, emb_size, initializer_range,
+            SegmentEmbedding(config.type_vocab_size, emb_size, config.initializer_range,
                              name="segment_embedding", dtype=dtype)
-            if type_vocab_size else None
+            if config.type_vocab_size else None
         )
         embeddings_layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_eps, name="embeddings_layer_norm", dtype=dtype)
-        embeddings_dropout = keras.layers.Dropout(hidden_dropout_prob, name="embeddings_dropout",
+            epsilon=config.layer_norm_eps, name="embeddings_layer_norm", dtype=dtype)
+        embeddings_dropout = keras.layers.Dropout(config.hidden_dropout_prob, name="embeddings_dropout",
                                                   dtype=dtype)
         projection = (
-            keras.layers.Dense(hidden_size, kernel_initializer=init(stddev=initializer_range),
+            keras.layers.Dense(config.hidden_size, kernel_initializer=init(stddev=config.initializer_range),
                                name="embedding_projection", dtype=dtype)
-            if emb_size != hidden_size else None
+            if emb_size != config.hidden_size else None
         )
         groups = [
             [TransformerEncoderBlock(
-                num_attention_heads, intermediate_size, hidden_act, hidden_dropout_prob,
-                attention_probs_dropout_prob, layer_norm_eps, norm_first, initializer_range,
+                config.num_attention_heads, config.intermediate_size, config.hidden_act, config.hidden_dropout_prob,
+                config.attention_probs_dropout_prob, config.layer_norm_eps, config.norm_first, config.initializer_range,
                 name=config.block_name(g, j), dtype=dtype)
-             for j in range(inner_group_num)]
+             for j in range(config.inner_group_num)]
             for g in range(config.num_groups)
         ]
         final_layer_norm = (
-            keras.layers.LayerNormalization(epsilon=layer_norm_eps, name="final_layer_norm",
+            keras.layers.LayerNormalization(epsilon=config.layer_norm_eps, name="final_layer_norm",
                                             dtype=dtype)
-            if norm_first else None
+            if config.norm_first else None
         )
         pooler = (
-            keras.layers.Dense(hidden_size, activation="tanh",
-                               kernel_initializer=init(stddev=initializer_range),
+            keras.layers.Dense(config.hidden_size, activation="tanh",
+                               kernel_initializer=init(stddev=config.initializer_range),
                                name="pooler", dtype=dtype)
-            if with_pooler else None
+            if config.with_pooler else None
         )
 
         # === Functional graph ===
@@ -133,8 +125,8 @@ class BertEncoder(ChecksInputs, keras.Model):
         if projection is not None:
             x = projection(x)  # (B, T, E) → (B, T, H)
         hidden_states, attention_probs = [x], []
-        layers_per_group = num_hidden_layers // config.num_groups
-        for i in range(num_hidden_layers):
+        layers_per_group = config.num_hidden_layers // config.num_groups
+        for i in range(config.num_hidden_layers):
             for block in groups[i // layers_per_group]:
                 x, probs = block(x, padding_mask=padding_mask, return_attention_scores=True)
             hidden_states.append(x)

@@ -24,7 +24,7 @@ def build_encoder(config: EncoderConfig, *, weights=None, **options) -> keras.Mo
     """
     if weights is not None:
         return build_from_checkpoint(read_checkpoint(weights), overrides=options, expected=config)
-    return BertEncoder(**config.to_dict(), **options)
+    return BertEncoder(config, **options)
 
 
 def _factory(preset, weights, overrides):
@@ -32,7 +32,7 @@ def _factory(preset, weights, overrides):
     config = PRESETS[preset].replace(**fields)
     if weights is not None:
         return build_from_checkpoint(read_checkpoint(weights), overrides=overrides, expected=config)
-    return BertEncoder(**config.to_dict(), **{k: v for k, v in overrides.items() if k in ENCODER_OPTIONS})
+    return BertEncoder(config, **{k: v for k, v in overrides.items() if k in ENCODER_OPTIONS})
 
 
 def bert_tiny(*, weights=None, **overrides) -> keras.Model:

@@ -28,12 +28,11 @@ COMMANDS = (
      "Pre-trains a BERT-family encoder. With no flag: the quick-start (BERT-Tiny on Python's standard-library "
      "docstrings, 9 to 10 minutes on 2 CPU cores). Killed, the same command resumes; a finished run is not "
      "trained again without --overwrite."),
-    ("finetune", "fine-tune a checkpoint: classify texts or pairs, embed (dual encoder), rerank, squad (answer "
-                 "spans), ner (a tag per word)",
-     "Fine-tunes a checkpoint folder (Google TF1 or HuggingFace, with its vocab.txt) on labelled CSV/TSV/JSONL "
-     "files or a TFDS data set (squad: SQuAD JSON; ner: CoNLL columns or JSONL), with BERT's defaults. Writes "
-     "model.keras (raw strings in), a HuggingFace export where one exists, report.json and curves.png. Killed, "
-     "the same command resumes; a finished run is left alone unless told to train again (--overwrite)."),
+    ("finetune", "fine-tune a checkpoint on a task: classify, rerank, embed, answer spans, tag words, ...",
+     "Fine-tunes a checkpoint folder (Google TF1 or HuggingFace, with its vocab.txt) on a task's labelled files, "
+     "with BERT's defaults. Writes model.keras (raw strings in), a HuggingFace export where one exists, "
+     "report.json and curves.png. Killed, the same command resumes; a finished run is left alone unless told "
+     "to train again (--overwrite). The tasks below come from keras_bert_lib.tasks; each lists its own flags."),
     ("distill", "distil a fine-tuned classifier into a shallower student on its soft targets",
      "Builds a student from chosen layers of a fine-tuned classifier (a `finetune classify` run), labels the "
      "training texts with the teacher's logits (labels in the file are optional) and trains the student on "

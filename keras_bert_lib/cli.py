@@ -3,7 +3,7 @@
     keras-bert quickstart [--output-dir DIR] [--train FILE --validation FILE] ...
     keras-bert summary bert_base [--batch 1] [--length 128] [--dtype float32]
     keras-bert pretrain [--corpus FILE ...] [--steps N] ...
-    keras-bert finetune classify|embed|rerank|squad|ner --checkpoint DIR --train FILE --validation FILE ...
+    keras-bert finetune TASK --checkpoint DIR --train FILE --validation FILE ...   (TASK: keras_bert_lib.tasks)
     keras-bert distill --teacher RUN_DIR --train FILE --validation FILE ...
     keras-bert export MODEL --format saved_model|tflite|onnx [--output PATH] ...
     keras-bert attention CHECKPOINT TEXT [--pair TEXT] [--output DIR]
@@ -26,7 +26,6 @@ from keras_bert_lib.models import load_checkpoint
 from keras_bert_lib.models.summary import summarize
 from keras_bert_lib.runs import (
     DistillConfig,
-    FinetuneConfig,
     PretrainConfig,
     QuickstartConfig,
     run_distillation,
@@ -35,6 +34,7 @@ from keras_bert_lib.runs import (
     run_quickstart,
 )
 from keras_bert_lib.runs.recipes import load_recipe
+from keras_bert_lib.tasks import TASKS, task_of_run
 from keras_bert_lib.text import load_preprocessor
 from keras_bert_lib.viz import attention_html, attention_maps, plot_attention
 
@@ -58,12 +58,11 @@ def main(argv=None) -> int:
     summary.add_argument("--repeats", type=positive, default=5, help="timed passes; the median is shown (default: 5)")
     add_config_flags(commands["quickstart"], QuickstartConfig)
     add_config_flags(commands["pretrain"], PretrainConfig)
-    commands["finetune"].add_argument("task", choices=["classify", "embed", "rerank", "squad", "ner"],
-                                      help="classify: labelled texts or pairs (TextClassifier); embed: (anchor, "
-                                           "positive) pairs, in-batch negatives (SentenceEmbedder); rerank: labelled "
-                                           "(query, passage) pairs (CrossEncoder); squad: SQuAD v1.1/v2.0 JSON "
-                                           "(SpanQuestionAnswerer); ner: words and tags (TokenClassifier)")
-    add_config_flags(commands["finetune"], FinetuneConfig, skip=("task",))
+    tasks = commands["finetune"].add_subparsers(dest="task", required=True, metavar="TASK",
+                                                title="tasks (keras-bert finetune TASK --help: its flags)")
+    for task in TASKS.values():
+        add_config_flags(tasks.add_parser(task.name, help=task.description, description=_task_help(task)),
+                         task.config_class, skip=("task",))
     add_config_flags(commands["distill"], DistillConfig)
     export = commands["export"]
     export.add_argument("model", help="a .keras file, or a run folder holding model.keras")
@@ -74,8 +73,8 @@ def main(argv=None) -> int:
                                                              "(default: exported)")
     export.add_argument("--version", type=positive, default=1, help="the SavedModel's TF Serving version (default: 1)")
     export.add_argument("--pair", action="store_true",
-                        help="a classifier of text pairs: two string inputs, text and text_pair (default: one; "
-                             "cross-encoders and question answerers always take two)")
+                        help="two string inputs, text and text_pair, for a classifier of pairs (default: what the "
+                             "run's task serves: two for pair_classify, rerank, squad, similarity; else one)")
     export.add_argument("--quantize", choices=["none", "float16", "dynamic_int8"], action="append",
                         help="weights in int8 (ONNX Runtime's or TFLite's dynamic-range quantization) or, for "
                              "TFLite, float16; repeat the flag for several files (default: none)")
@@ -147,8 +146,15 @@ def _pretrain(args):
     return 0
 
 
+def _task_help(task):
+    return (f"{task.description[0].upper()}{task.description[1:]}. Reads {task.reads}. Held-out metrics: "
+            f"{', '.join(task.metrics)}. The export serves {' and '.join(task.serves.inputs)} (strings) and gives "
+            f"{', '.join(task.serves.outputs)}. Writes model.keras (raw strings in), report.json and curves.png; "
+            "killed, the same command resumes.")
+
+
 def _finetune(args):
-    config, report = _run(args, FinetuneConfig, run_finetuning, "finetune")
+    config, report = _run(args, TASKS[args.task].config_class, run_finetuning, "finetune")
     if config is None:
         return report
     print(f"\nheld-out ({report['validation_examples']} examples after {report['steps']} steps):")
@@ -179,8 +185,10 @@ def _export(args):
     quantize = [None if q == "none" else q for q in args.quantize or ["none"]]
     try:
         model, path = load_model_file(args.model)
+        task = task_of_run(path)  # a pair classifier's run serves two texts without --pair
+        pair = args.pair or (task is not None and len(task.serves.inputs) == 2) or None
         exported = export_all(model, args.output, formats=args.format, quantize=quantize, version=args.version,
-                              pair=args.pair or None, text=args.text, optimize=args.optimize, model_path=path,
+                              pair=pair, text=args.text, optimize=args.optimize, model_path=path,
                               log=print)
     except (ValueError, FileExistsError) as e:  # a bad path or setting, found before any conversion
         print(f"keras-bert export: {e}", file=sys.stderr)

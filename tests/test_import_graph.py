@@ -20,8 +20,9 @@ RANKS = {
     "models": 4,
     "data": 5,
     "training": 6,
-    "runs": 7, "export": 7, "viz": 7,
-    "cli": 8,
+    "tasks": 7, "export": 7, "viz": 7,
+    "runs": 8,
+    "cli": 9,
 }
 KERAS_ONLY = ("layers", "heads", "models")
 # Functions that are TensorFlow-only branches of backend-neutral code, importing it when they run:
@@ -118,3 +119,23 @@ def test_the_checker_sees_a_planted_upward_import(tmp_path, monkeypatch):
     planted = tmp_path / "planted.py"
     planted.write_text("def f():\n    from keras_bert_lib.training import create_optimizer\n")
     assert ("keras_bert_lib.training", 2) in _imports(planted)
+
+
+def _private_imports(path):
+    """(module, name, line) of every `from keras_bert_lib.x import _name` in a file."""
+    return [(node.module, alias.name, node.lineno) for node in ast.walk(ast.parse(path.read_text(), str(path)))
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("keras_bert_lib")
+            for alias in node.names if alias.name.startswith("_") and not alias.name.startswith("__")]
+
+
+def test_no_module_imports_another_modules_private_name():
+    found = [f"{name}:{line} imports {imported}.{private}"
+             for name, path in MODULES.items() for imported, private, line in _private_imports(path)
+             if imported != name]
+    assert not found, found
+
+
+def test_the_private_import_check_sees_one(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("from keras_bert_lib.runs.finetune import _save, save_run_model\n")
+    assert _private_imports(path) == [("keras_bert_lib.runs.finetune", "_save", 1)]

@@ -1,12 +1,13 @@
 """tf.data pipelines for pre-training (documents → instances (NSP/SOP) → masking → batches) and the
-readers of fine-tuning data (CSV, TSV, JSONL, TFDS; SQuAD JSON; CoNLL and JSONL token tags)."""
+readers of fine-tuning data (CSV, TSV, JSONL, TFDS; SQuAD JSON; CoNLL and JSONL token tags) and
+the tf.data batches every fine-tuning task builds from them."""
 
 from keras_bert_lib.backend_check import require_tensorflow_backend
 
 require_tensorflow_backend("data")
 
 from keras_bert_lib.data.builtin import movie_reviews
-from keras_bert_lib.data.finetune_readers import Examples, label_classes, read_examples, read_tfds
+from keras_bert_lib.data.finetune_readers import Examples, label_classes, read_examples, read_splits, read_tfds
 from keras_bert_lib.data.masking import mask_tokens
 from keras_bert_lib.data.pretraining_datasets import PretrainingData, build_pretraining_datasets
 from keras_bert_lib.data.pretraining_instances import (
@@ -18,6 +19,7 @@ from keras_bert_lib.data.pretraining_instances import (
 )
 from keras_bert_lib.data.squad_reader import SquadExample, read_squad
 from keras_bert_lib.data.tagged_readers import TaggedSentences, read_tagged
+from keras_bert_lib.data.task_batches import array_batches, pair_batches, text_batches
 from keras_bert_lib.data.tfrecords import (
     check_tfrecords,
     google_feature_spec,
@@ -35,6 +37,10 @@ __all__ = [
     "Instance",
     "label_classes",
     "read_examples",
+    "read_splits",
+    "array_batches",
+    "pair_batches",
+    "text_batches",
     "read_tfds",
     "PretrainingData",
     "build_pretraining_datasets",

@@ -41,6 +41,11 @@ class Examples:
         """'file, line N' of example i, for error messages."""
         return f"{self.source}, line {self.lines[i]}"
 
+    @property
+    def inputs(self):
+        """What a model of texts takes: the texts, or (texts, second texts) for pairs."""
+        return self.texts if self.pairs is None else (self.texts, self.pairs)
+
 
 def _rows(path):
     """(line, {column: value}) of a CSV/TSV/JSONL file, and its columns."""
@@ -147,6 +152,25 @@ def read_examples(path, text_column="text", text_pair_column="text_pair", label_
             negatives.append(str(row[negative_column]))
         lines.append(line)
     return Examples(path, texts, second, labels, lines, negatives)
+
+
+def read_splits(train=None, validation=None, tfds=None, tfds_splits=("train", "validation"), *, pairs=None,
+                labelled=True, negative_column=None, **columns):
+    """(training, validation) `Examples` from two files (`read_examples`, the validation file read
+    as the training file was: pairs if it had them, no hard negatives) or from a TFDS data set
+    (`read_tfds`, which finds GLUE's text columns itself).
+
+    Example:
+        ```python
+        from keras_bert_lib.data import movie_reviews, read_splits
+        train, validation = read_splits(**movie_reviews())
+        len(train), len(validation)   # (400, 200)
+        ```
+    """
+    if tfds:
+        return tuple(read_tfds(tfds, split) for split in tfds_splits)
+    train_set = read_examples(train, **columns, pairs=pairs, labelled=labelled, negative_column=negative_column)
+    return train_set, read_examples(validation, **columns, pairs=train_set.pairs is not None, labelled=labelled)
 
 
 def label_classes(train, *others):

@@ -75,3 +75,47 @@ def mrr_at_k(scores, relevant, k=10):
     """
     rank = _rank_of_relevant(scores, relevant)
     return float(np.mean(np.where(rank < k, 1.0 / (rank + 1), 0.0)))
+
+
+def mrr_by_query(queries, labels, scores, k=10):
+    """MRR@k over labelled (query, passage) rows, the way a re-ranker is scored: each query's
+    candidates are its own rows, and its rank is that of its best-scored relevant passage
+    (label > 0.5). Queries without a relevant passage are left out; none at all gives nan.
+
+    Example:
+        ```python
+        from keras_bert_lib.metrics import mrr_by_query
+        mrr_by_query(["q1", "q1", "q2", "q2"], [1, 0, 0, 1], [0.2, 0.9, 0.1, 0.8])   # (1/2 + 1) / 2 = 0.75
+        ```
+    """
+    by_query = {}
+    for i, query in enumerate(queries):
+        by_query.setdefault(query, []).append(i)
+    scores = np.asarray(scores, np.float64)
+    rows, relevant = [], []
+    width = max((len(v) for v in by_query.values()), default=0)
+    for indices in by_query.values():
+        good = [i for i in indices if float(labels[i]) > 0.5]
+        if good:
+            row = np.full(width, -np.inf)
+            row[:len(indices)] = scores[indices]
+            rows.append(row)
+            relevant.append(indices.index(max(good, key=lambda i: scores[i])))
+    return mrr_at_k(np.array(rows), relevant, k=k) if rows else float("nan")
+
+
+def retrieval_metrics(query_vectors, answer_vectors):
+    """Query i's answer is answer i, retrieved among all the answers by dot product (cosine for
+    normalised vectors): recall@1, @5, @10 and MRR@10.
+
+    Example:
+        ```python
+        import numpy as np
+        from keras_bert_lib.metrics import retrieval_metrics
+        retrieval_metrics(np.eye(3), np.eye(3))["recall@1"]   # 1.0
+        ```
+    """
+    q, a = np.asarray(query_vectors, np.float64), np.asarray(answer_vectors, np.float64)
+    scores, relevant = q @ a.T, np.arange(len(q))
+    return {**{f"recall@{k}": recall_at_k(scores, relevant, k) for k in (1, 5, 10)},
+            "mrr@10": mrr_at_k(scores, relevant, 10)}

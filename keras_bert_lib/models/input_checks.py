@@ -116,7 +116,7 @@ class ChecksInputs:
             values = {k: concrete(v) for k, v in x.items()}
             if all(v is not None for v in values.values()):
                 check_inputs(values, self._input_config(), self._extra_inputs)
-        elif _is_tf_dataset(x):
+        elif is_tf_dataset(x):
             return _checked_dataset(x, self._input_config(), self._extra_inputs)
         return x
 
@@ -162,7 +162,15 @@ class ChecksInputs:
         return super().test_on_batch(self._check(x), *args, **kwargs)
 
 
-def _is_tf_dataset(x):
+def is_tf_dataset(x):
+    """Whether `x` is a tf.data.Dataset, asked without importing TensorFlow (other backends).
+
+    Example:
+        ```python
+        from keras_bert_lib.models.input_checks import is_tf_dataset
+        is_tf_dataset([1, 2])   # False
+        ```
+    """
     return type(x).__module__.startswith("tensorflow") and hasattr(x, "element_spec") and hasattr(x, "map")
 
 

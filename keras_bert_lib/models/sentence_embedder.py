@@ -5,7 +5,7 @@ import numpy as np
 from keras import ops
 
 from keras_bert_lib.heads import Pooling
-from keras_bert_lib.models.input_checks import _is_tf_dataset
+from keras_bert_lib.models.input_checks import is_tf_dataset
 from keras_bert_lib.models.task_model import HEAD_DTYPE, TaskModel, default_optimizer
 
 
@@ -112,7 +112,7 @@ class SentenceEmbedder(TaskModel):
         return super(TaskModel, self).fit(data, None, *args, shuffle=False, **kwargs)  # the batches shuffle themselves
 
     def _pairs(self, columns, batch_size, shuffle):
-        if _is_tf_dataset(columns):
+        if is_tf_dataset(columns):
             return columns.map(self._stack)
         if self.preprocessor is None:
             raise ValueError("SentenceEmbedder.fit takes columns of texts; build it with preprocessor=... "

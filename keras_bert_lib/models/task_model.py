@@ -8,7 +8,7 @@ import numpy as np
 
 from keras_bert_lib.heads import Pooling
 from keras_bert_lib.models.checkpoint_loading import load_checkpoint
-from keras_bert_lib.models.input_checks import ChecksInputs, _is_tf_dataset
+from keras_bert_lib.models.input_checks import ChecksInputs, is_tf_dataset
 
 # The pooling and task heads compute in float32 whatever the encoder's policy, as Keras'
 # mixed-precision guide advises for a model's last layers: a bfloat16 head would round the
@@ -151,7 +151,7 @@ class TaskModel(ChecksInputs, keras.Model):
             raise ValueError(f"{type(self).__name__} was built without a preprocessor, so it takes the id dict "
                              "(token_ids, segment_ids, padding_mask); build it with preprocessor=... (or "
                              "from_checkpoint) to pass raw strings.")
-        if _is_tf_dataset(x):
+        if is_tf_dataset(x):
             return x.map(self._ids_of_element)
         ids, cut = self.preprocessor.with_truncation(_as_batch(x))
         cut = int(np.sum(cut))
@@ -173,7 +173,7 @@ class TaskModel(ChecksInputs, keras.Model):
         return (features, *rest)
 
     def _validation(self, data):
-        if isinstance(data, tuple) and not _is_tf_dataset(data[0]):
+        if isinstance(data, tuple) and not is_tf_dataset(data[0]):
             return (self._ids(data[0]), *(self._targets(d) if i == 0 else _array(d) for i, d in enumerate(data[1:])))
         return self._ids(data)
 

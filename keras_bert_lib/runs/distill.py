@@ -13,16 +13,19 @@ import io
 import json
 import os
 
+import keras
 import numpy as np
 
+import keras_bert_lib.text  # noqa: F401  registers the preprocessor that a teacher's file names
 from keras_bert_lib.atomic_write import atomic_write_text
-from keras_bert_lib.data import read_examples
+from keras_bert_lib.data import read_examples, text_batches
 from keras_bert_lib.metrics import classification_metrics
 from keras_bert_lib.models import (DistillationLoss, TextClassifier, distillation_targets, load_checkpoint,
                                    student_from_teacher)
 from keras_bert_lib.models.student import check_layers
 from keras_bert_lib.progress import progress_verbose
-from keras_bert_lib.runs.finetune import EpochConfig, _dataset, _save, _texts
+from keras_bert_lib.runs.finetune import save_run_model
+from keras_bert_lib.training.epoch_config import EpochConfig
 from keras_bert_lib.training.loop import option, prepare_output_dir, train
 
 
@@ -51,6 +54,7 @@ class DistillConfig(EpochConfig):
                                                   "checkpoint folder (e.g. the pre-trained encoder the teacher "
                                                   "was fine-tuned from) instead of the teacher; 'none': the "
                                                   "teacher's, with its classification head", input_path=True)
+    dropout: float = option(0.1, "dropout before the student's classification head")
     temperature: float = option(2.0, "softmax temperature T of the teacher's and the student's logits "
                                      "(DistilBERT: 2)")
     alpha: float = option(0.5, "weight of the soft targets where a text has a label, 1 - alpha on the label "
@@ -79,10 +83,6 @@ def load_teacher(path):
         # teacher = load_teacher("runs/finetune")
         ```
     """
-    import keras
-
-    import keras_bert_lib.text  # noqa: F401  registers the preprocessor for the loader
-
     file = os.path.join(path, "model.keras") if os.path.isdir(path) else path
     if not os.path.isfile(file):
         raise ValueError(f"No teacher at {path}: give a fine-tuning run's folder or its model.keras "
@@ -158,15 +158,13 @@ def run_distillation(config: DistillConfig):
     finished = prepare_output_dir(config)
     if finished is not None:
         return finished
-    import keras
-
     keras.utils.set_random_seed(config.seed)
     preprocessor = teacher.preprocessor
-    targets = _teacher_targets(config, teacher, _texts(train_set), train_ids, "train")
-    held_targets = _teacher_targets(config, teacher, _texts(validation), validation_ids, "validation")
+    targets = _teacher_targets(config, teacher, train_set.inputs, train_ids, "train")
+    held_targets = _teacher_targets(config, teacher, validation.inputs, validation_ids, "validation")
     teacher_scores = classification_metrics(validation_ids, held_targets[:, :-1].argmax(-1), teacher.num_classes)
-    train_data = _dataset(_texts(train_set), targets, preprocessor, config.batch_size, True, config.seed)
-    held_out = _dataset(_texts(validation), held_targets, preprocessor, config.batch_size, False, config.seed)
+    train_data = text_batches(train_set.inputs, targets, preprocessor, config.batch_size, True, config.seed)
+    held_out = text_batches(validation.inputs, held_targets, preprocessor, config.batch_size, False, config.seed)
 
     def build():
         student = TextClassifier(student_from_teacher(base, layers), teacher.num_classes, preprocessor=preprocessor,
@@ -186,6 +184,6 @@ def run_distillation(config: DistillConfig):
               "parameters": {"student": model.count_params(), "teacher": teacher.count_params()},
               "baselines": {"majority class": majority}, "steps": loop.steps, "train_examples": len(train_set),
               "labelled_train_examples": int(np.sum(train_ids >= 0)), "validation_examples": len(validation)}
-    _save(config, model, preprocessor)
+    save_run_model(config.output_dir, model, preprocessor)
     atomic_write_text(os.path.join(config.output_dir, "report.json"), json.dumps(report, indent=2))
     return report

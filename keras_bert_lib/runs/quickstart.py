@@ -15,7 +15,7 @@ import numpy as np
 from keras_bert_lib.atomic_write import atomic_write_text
 from keras_bert_lib.data import movie_reviews, read_examples
 from keras_bert_lib.export import FORMATS, export_all, load_model_file, parity_report
-from keras_bert_lib.runs.finetune import FinetuneConfig, run_finetuning
+from keras_bert_lib.runs.finetune import finetune_config, run_finetuning
 from keras_bert_lib.training.loop import option
 
 
@@ -50,12 +50,12 @@ class QuickstartConfig:
 
     def finetune_config(self, checkpoint):
         """The `finetune classify` run behind the quick-start, on `checkpoint` (MiniLM's folder)."""
-        return FinetuneConfig(task="classify", checkpoint=checkpoint, train=self.train or movie_reviews()["train"],
-                              validation=self.validation or movie_reviews()["validation"],
-                              output_dir=self.output_dir, pooling="mean", trainable_blocks=3, max_seq_length=64,
-                              batch_size=self.batch_size, epochs=self.epochs, learning_rate=3e-4,
-                              text_column=self.text_column, label_column=self.label_column, jit_compile=False,
-                              overwrite=self.overwrite)
+        return finetune_config("classify", checkpoint=checkpoint, train=self.train or movie_reviews()["train"],
+                               validation=self.validation or movie_reviews()["validation"],
+                               output_dir=self.output_dir, pooling="mean", trainable_blocks=3, max_seq_length=64,
+                               batch_size=self.batch_size, epochs=self.epochs, learning_rate=3e-4,
+                               text_column=self.text_column, label_column=self.label_column, jit_compile=False,
+                               overwrite=self.overwrite)
 
 
 def run_quickstart(config, log=None):

@@ -60,12 +60,13 @@ def load_recipe(path, command, config_class, task=None):
         raise ValueError(f"{path}: strategy {recipe['strategy']!r} is not one of {STRATEGIES}.")
     fields = {f.name for f in dataclasses.fields(config_class)}
     values = dict(recipe.get("config", {}))
-    unknown = sorted(set(values) - fields)
-    if unknown:
-        raise ValueError(f"{path} sets {unknown}, which `keras-bert {command}` does not have (its fields: "
-                         f"{', '.join(sorted(fields))}).")
     if task is not None and values.get("task", task) != task:
         raise ValueError(f"{path} is a recipe for `keras-bert finetune {values['task']}`, not `{task}`.")
+    unknown = sorted(set(values) - fields)
+    if unknown:
+        name = f"{command} {task}" if task else command
+        raise ValueError(f"{path} sets {unknown}, which `keras-bert {name}` does not have (its fields: "
+                         f"{', '.join(sorted(fields))}).")
     if "strategy" in fields:
         values.setdefault("strategy", recipe["strategy"])
     return values

@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from keras_bert_lib.data import label_classes, movie_reviews, read_examples, read_tfds
+from keras_bert_lib.data import label_classes, movie_reviews, read_examples, read_splits, read_tfds
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROWS = [{"text": "A fine film, \"tense\", and warm.", "text_pair": "It was good.", "label": "fresh"},
@@ -109,11 +109,9 @@ def test_tfds_glue_texts_pairs_and_label_names_under_mock_data():
     """Read directly and as a run reads `--tfds` (its train and validation splits)."""
     import tensorflow_datasets as tfds
 
-    from keras_bert_lib.runs.finetune import FinetuneConfig, _examples
-
     with tfds.testing.mock_data(num_examples=5):
         sst2, mrpc = read_tfds("glue/sst2", "train"), read_tfds("glue/mrpc", "validation")
-        train, validation = _examples(FinetuneConfig(checkpoint="unused", tfds="glue/mrpc"))
+        train, validation = read_splits(tfds="glue/mrpc")
     assert (train.source, validation.source) == ("tfds:glue/mrpc[train]", "tfds:glue/mrpc[validation]")
     assert len(train.pairs) == len(validation.pairs) == 5
     assert len(sst2) == 5 and sst2.pairs is None and set(sst2.labels) <= {"negative", "positive"}

@@ -203,51 +203,59 @@ def test_embed_and_rerank_runs_report_retrieval_and_ranking_numbers(checkpoint, 
 def test_hard_negatives_go_in_each_training_batch_after_the_positives(checkpoint, tmp_path):
     from keras_bert_lib import load_preprocessor
     from keras_bert_lib.data import Examples
-    from keras_bert_lib.runs import FinetuneConfig, run_finetuning
-    from keras_bert_lib.runs.finetune import _pair_batches
+    from keras_bert_lib.data import pair_batches
+    from keras_bert_lib.runs import finetune_config, run_finetuning
 
     texts = [f"question {i}" for i in range(4)]
     examples = Examples("mine", texts, [f"answer {i}" for i in range(4)], None, [1, 2, 3, 4],
                         negatives=[f"wrong {i}" for i in range(4)])
     preprocessor = load_preprocessor(checkpoint, sequence_length=8)
-    features, y = next(iter(_pair_batches(examples, preprocessor, 4, training=True, seed=0)))
+    columns = (examples.texts, examples.pairs, examples.negatives)
+    features, y = next(iter(pair_batches(columns, preprocessor, 4, training=True, seed=0)))
     assert features["token_ids"].shape == (12, 8) and y.shape == (4, 3)
     words = [preprocessor.tokenizer.detokenize(ids[1:3]).numpy().decode() for ids in features["token_ids"].numpy()]
     order = [int(w.split()[-1]) for w in words[:4]]  # shuffled, and every column in the same order
     assert words == [f"question {i}" for i in order] + [f"answer {i}" for i in order] + [f"wrong {i}" for i in order]
-    held_out, _ = next(iter(_pair_batches(examples, preprocessor, 4, training=False, seed=0)))
+    held_out, _ = next(iter(pair_batches(columns[:2], preprocessor, 4, training=False, seed=0)))
     assert held_out["token_ids"].shape == (8, 8)  # evaluation retrieves answers; negatives are for training
-    with pytest.raises(ValueError, match="--negative-column names a column of an embed run.s training file"):
-        run_finetuning(FinetuneConfig(task="classify", checkpoint=str(checkpoint), train=REVIEWS["train"],
-                                      validation=REVIEWS["validation"], negative_column="negative",
-                                      output_dir=str(tmp_path / "never")))
-    with pytest.raises(ValueError, match="this embed run reads TFDS"):
-        run_finetuning(FinetuneConfig(task="embed", checkpoint=str(checkpoint), tfds="glue/sst2",
-                                      negative_column="negative", output_dir=str(tmp_path / "never")))
+    with pytest.raises(ValueError, match="finetune classify has no setting negative_column; its settings: "):
+        run_finetuning(finetune_config("classify", checkpoint=str(checkpoint), train=REVIEWS["train"],
+                                       validation=REVIEWS["validation"], negative_column="negative",
+                                       output_dir=str(tmp_path / "never")))
+    with pytest.raises(ValueError, match="--negative-column names a column of the training file; a TFDS data set"):
+        run_finetuning(finetune_config("embed", checkpoint=str(checkpoint), tfds="glue/sst2",
+                                       negative_column="negative", output_dir=str(tmp_path / "never")))
     assert not (tmp_path / "never").exists()
 
 
-def test_help_gives_every_flag_its_default(capsys, monkeypatch):
+def test_help_lists_the_registry_and_each_task_only_its_own_flags_with_defaults(capsys, monkeypatch):
     import dataclasses
 
-    from keras_bert_lib.runs import FinetuneConfig
+    from keras_bert_lib.tasks import TASKS
 
     monkeypatch.setenv("COLUMNS", "200")
     with pytest.raises(SystemExit):
         main(["finetune", "--help"])
-    stdout = capsys.readouterr().out
-    for field in dataclasses.fields(FinetuneConfig):
-        if field.name != "task":
-            line = next(li for li in stdout.splitlines() if li.strip().startswith("--" + field.name.replace("_", "-")))
-            assert "(default: " in stdout.split(line, 1)[1].split("\n  --", 1)[0] + line, field.name
-    assert "{classify,embed,rerank,squad,ner}" in stdout and "one of cls, mean" in stdout
+    listing = capsys.readouterr().out
+    for name, task in TASKS.items():
+        assert re.search(rf"^    {name}\s+{re.escape(task.description[:40])}", listing, re.M), name
+        with pytest.raises(SystemExit):
+            main(["finetune", name, "--help"])
+        stdout = capsys.readouterr().out
+        flags = set(re.findall(r"^  (--[a-z0-9-]+)", stdout, re.M)) - {"--help", "--recipe", "--config"}
+        assert flags == {"--" + f.name.replace("_", "-") for f in dataclasses.fields(task.config_class)} - {"--task"}
+        for flag in flags:
+            block = stdout.split("\n  " + flag, 1)[1].split("\n  --", 1)[0]
+            assert "(default: " in block, (name, flag)
+        if name == "ner":  # what applies to texts in columns is not NER's
+            assert "--word-column" in flags and not flags & {"--tfds", "--pooling", "--text-column", "--doc-stride"}
 
 
 def test_optional_booleans_and_numbers_parse_true_false_and_none(capsys, tmp_path):
     argv = ["finetune", "classify", "--checkpoint", "/no/such", "--train", "a.csv", "--validation", "b.csv",
             "--output-dir", str(tmp_path / "run")]
     assert main([*argv, "--lowercase", "false", "--trainable-blocks", "none"]) == 2  # no such checkpoint
-    config = json.loads(capsys.readouterr().out.split("FinetuneConfig:", 1)[1])
+    config = json.loads(capsys.readouterr().out.split("ClassifyConfig:", 1)[1])
     assert config["lowercase"] is False and config["trainable_blocks"] is None
     with pytest.raises(SystemExit):
         main([*argv, "--lowercase", "maybe"])

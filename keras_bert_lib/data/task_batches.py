@@ -7,6 +7,8 @@ for XLA); held-out batches keep every row, in order.
 
 import tensorflow as tf
 
+from keras_bert_lib.text.packer import concat_rows
+
 
 def _shuffled(data, size, batch_size, training, seed):
     if training:
@@ -58,8 +60,7 @@ def pair_batches(columns, preprocessor, batch_size, training, seed=0):
 
     @tf.autograph.experimental.do_not_convert
     def stack(*texts):
-        parts = [preprocessor(t) for t in texts]
-        return {k: tf.concat([p[k] for p in parts], 0) for k in parts[0]}, tf.zeros((tf.shape(texts[0])[0], len(texts)))
+        return concat_rows([preprocessor(t) for t in texts]), tf.zeros((tf.shape(texts[0])[0], len(texts)))
 
     return data.map(stack, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 

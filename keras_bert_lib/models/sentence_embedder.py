@@ -124,14 +124,18 @@ class SentenceEmbedder(TaskModel):
             raise ValueError(f"The columns have different lengths {[len(c) for c in columns]}.")
         if len(columns[0]) < batch_size:
             raise ValueError(f"Fewer pairs ({len(columns[0])}) than batch_size={batch_size}.")
-        return _StackedBatches([self._ids(list(c)) for c in columns], batch_size, shuffle)
+        ids = [self._ids(list(c)) for c in columns]
+        width = max(i["token_ids"].shape[1] for i in ids)  # each column is packed to its own longest
+        return _StackedBatches([{k: np.pad(v, [(0, 0), (0, width - v.shape[1])]) for k, v in i.items()} for i in ids],
+                               batch_size, shuffle)
 
     def _stack(self, *element):
         """A dataset element of text columns → (stacked ids (k·B, T), zeros (B, k))."""
         if isinstance(element[0], dict):
             return element
-        ids = [self.preprocessor(texts) for texts in element]
-        stacked = {k: ops.concatenate([i[k] for i in ids], axis=0) for k in ids[0]}
+        from keras_bert_lib.text.packer import concat_rows  # inside a tf.data map: TensorFlow is there
+
+        stacked = concat_rows([self.preprocessor(texts) for texts in element])  # each column padded to the widest
         return stacked, ops.zeros((ops.shape(element[0])[0], len(element)))
 
     def get_config(self):

@@ -4,6 +4,7 @@ import keras
 import numpy as np
 
 from keras_bert_lib.heads import SpanHead
+from keras_bert_lib.layers.masks import MASK_VALUE
 from keras_bert_lib.models.task_model import HEAD_DTYPE, TaskModel, default_optimizer
 
 
@@ -41,6 +42,8 @@ class SpanQuestionAnswerer(TaskModel):
     Reference:
         Devlin et al., 2019, §4.2; Google's run_squad.py
     """
+
+    _padding_fill = MASK_VALUE  # predict's span logits at padding: what SpanHead gives there
 
     def __init__(self, encoder, preprocessor=None, max_query_length=64, doc_stride=128, max_answer_length=30,
                  n_best_size=20, trainable_blocks=None, **kwargs):

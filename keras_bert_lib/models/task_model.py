@@ -9,6 +9,7 @@ import numpy as np
 from keras_bert_lib.heads import Pooling
 from keras_bert_lib.models.checkpoint_loading import load_checkpoint
 from keras_bert_lib.models.input_checks import ChecksInputs, is_tf_dataset
+from keras_bert_lib.models.length_buckets import predict_by_length
 
 # The pooling and task heads compute in float32 whatever the encoder's policy, as Keras'
 # mixed-precision guide advises for a model's last layers: a bfloat16 head would round the
@@ -88,6 +89,8 @@ class TaskModel(ChecksInputs, keras.Model):
     A new task model is compiled with its task's loss and metrics and `default_optimizer()`.
     Subclasses build the functional graph from `_encoder_inputs()` and end with `_finish_init`.
     """
+
+    _padding_fill = 0.0  # what `predict` puts at padded positions of outputs with a token axis
 
     def _finish_init(self, encoder, preprocessor, trainable_blocks, uses_pooler):
         """The shared attributes, the regime, and the task's default compile (as keras-hub's
@@ -181,10 +184,28 @@ class TaskModel(ChecksInputs, keras.Model):
         return super().__call__(self._ids(inputs) if not isinstance(inputs, keras.KerasTensor) else inputs,
                                 *args, **kwargs)
 
-    def predict(self, x, *args, **kwargs):
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+        """Keras' `predict`, by length: texts (or id rows) are sorted by their token count, batched
+        with rows of similar length, each batch cut to its bucket's width (a multiple of the
+        preprocessor's `pad_to_multiple_of`, 16 by default), and the results come back in the
+        caller's order; outputs with a token axis are padded back to the input's width (fill 0,
+        or the masked value of span logits). `steps`, `callbacks` or a dataset take Keras' own
+        loop, at the width the data has."""
         if _rows(x) == 0:  # Keras' predict cannot run zero steps: the outputs of one row, cut to none
             return keras.tree.map_structure(lambda a: a[:0], super().predict(self._ids(_one_row(x)), verbose=0))
-        return super().predict(self._ids(x), *args, **kwargs)
+        ids = self._ids(x)
+        if steps is not None or callbacks or not isinstance(ids, dict) or "padding_mask" not in ids:
+            return super().predict(ids, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks)
+        ids = {k: np.asarray(v) for k, v in ids.items()}
+        batch_size = batch_size or 32
+        bar = None
+        if verbose not in (0, "0") and len(ids["padding_mask"]) > batch_size:
+            bar = keras.utils.Progbar(-(-len(ids["padding_mask"]) // batch_size), verbose=1 if verbose == "auto"
+                                      else verbose, unit_name="batch")
+        per_token = [len(o.shape) >= 2 and o.shape[1] is None for o in keras.tree.flatten(self.output)]
+        multiple = getattr(self.preprocessor, "pad_to_multiple_of", None) or 16
+        return predict_by_length(super().predict_on_batch, ids, batch_size, multiple, per_token, self._padding_fill,
+                                 None if bar is None else bar.update)
 
     def predict_on_batch(self, x):
         return super().predict_on_batch(self._ids(x))

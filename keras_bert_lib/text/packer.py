@@ -6,12 +6,30 @@ import tensorflow as tf
 from keras_bert_lib.text.tf_text import import_tensorflow_text
 
 TRUNCATIONS = ("round_robin", "waterfall")
+PADDINGS = ("longest", "max_length")  # HuggingFace's words
 
 
 def check_truncate(truncate):
     """Raises ValueError unless `truncate` is one of TRUNCATIONS."""
     if truncate not in TRUNCATIONS:
         raise ValueError(f"truncate={truncate!r} is not one of {TRUNCATIONS}.")
+
+
+def check_padding(padding, pad_to_multiple_of):
+    """Raises ValueError unless `padding` is one of PADDINGS and `pad_to_multiple_of` None or a
+    positive integer.
+
+    Example:
+        ```python
+        from keras_bert_lib.text.packer import check_padding
+        check_padding("longest", 16)
+        ```
+    """
+    if padding not in PADDINGS:
+        raise ValueError(f"padding={padding!r} is not one of {PADDINGS}: 'longest' pads a batch to its longest "
+                         "text (rounded up to pad_to_multiple_of), 'max_length' to sequence_length.")
+    if pad_to_multiple_of is not None and (not isinstance(pad_to_multiple_of, int) or pad_to_multiple_of < 1):
+        raise ValueError(f"pad_to_multiple_of={pad_to_multiple_of!r} must be a positive integer or None.")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
@@ -24,11 +42,16 @@ class BertPacker(keras.layers.Layer):
     `[CLS]`, the first segment and its `[SEP]`, then 1, 2, … ; the mask is 1 on every real token.
 
     Args:
-        sequence_length: int. The fixed output length T.
+        sequence_length: int. The most tokens a row holds: longer segments are trimmed to fit.
         start_id: int. Id of `[CLS]`.
         end_id: int. Id of `[SEP]`.
         pad_id: int. Id of `[PAD]`.
         truncate: "round_robin" or "waterfall".
+        padding: "max_length" (every batch is `sequence_length` wide: static shapes, as TPUs
+            want) or "longest" (a batch is as wide as its longest row, rounded up to
+            `pad_to_multiple_of`, at most `sequence_length`), as HuggingFace's tokenizers say.
+        pad_to_multiple_of: int or None. With "longest", the widths are multiples of it, so a
+            compiled model sees few shapes (XLA compiles one program per width).
     Call arguments:
         segments: an int RaggedTensor (B, None), or a tuple of them (one per segment).
     Returns:
@@ -40,39 +63,47 @@ class BertPacker(keras.layers.Layer):
         packer = BertPacker(sequence_length=8, start_id=101, end_id=102)
         out = packer((tf.ragged.constant([[7, 8, 9]]), tf.ragged.constant([[5, 6]])))
         # token_ids [[101, 7, 8, 9, 102, 5, 6, 102]], segment_ids [[0, 0, 0, 0, 0, 1, 1, 1]]
+        short = BertPacker(sequence_length=128, start_id=101, end_id=102, padding="longest", pad_to_multiple_of=4)
+        short(tf.ragged.constant([[7, 8], [9]]))["token_ids"].shape   # (2, 4): 4 tokens, not 128
         ```
     """
 
-    def __init__(self, sequence_length, start_id, end_id, pad_id=0, truncate="round_robin", **kwargs):
+    def __init__(self, sequence_length, start_id, end_id, pad_id=0, truncate="round_robin", padding="max_length",
+                 pad_to_multiple_of=None, **kwargs):
         super().__init__(**kwargs)
         check_truncate(truncate)
+        check_padding(padding, pad_to_multiple_of)
         self.sequence_length = sequence_length
         self.start_id = start_id
         self.end_id = end_id
         self.pad_id = pad_id
         self.truncate = truncate
+        self.padding = padding
+        self.pad_to_multiple_of = pad_to_multiple_of
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
         self.built = True
 
     def call(self, segments):
-        return pack_segments(segments, self.sequence_length, self.start_id, self.end_id, self.pad_id, self.truncate)
+        return pack_segments(segments, self.sequence_length, self.start_id, self.end_id, self.pad_id, self.truncate,
+                             self.padding, self.pad_to_multiple_of)
 
     def compute_output_spec(self, segments):
         first = segments[0] if isinstance(segments, (list, tuple)) else segments
-        spec = keras.KerasTensor((first.shape[0], self.sequence_length), dtype="int32")
+        width = self.sequence_length if self.padding == "max_length" else None
         # Three distinct tensors: one object under three keys would make a functional model
         # feed the same value (the last one computed) to all three of the encoder's inputs.
-        return {name: keras.KerasTensor(spec.shape, dtype="int32", name=name)
+        return {name: keras.KerasTensor((first.shape[0], width), dtype="int32", name=name)
                 for name in ("token_ids", "segment_ids", "padding_mask")}
 
     def get_config(self):
         return {**super().get_config(), "sequence_length": self.sequence_length,
                 "start_id": self.start_id, "end_id": self.end_id, "pad_id": self.pad_id,
-                "truncate": self.truncate}
+                "truncate": self.truncate, "padding": self.padding, "pad_to_multiple_of": self.pad_to_multiple_of}
 
 
-def pack_segments(segments, sequence_length, start_id, end_id, pad_id=0, truncate="round_robin"):
+def pack_segments(segments, sequence_length, start_id, end_id, pad_id=0, truncate="round_robin", padding="max_length",
+                  pad_to_multiple_of=None):
     """`BertPacker`'s computation as a function: ragged segments → the encoder's three (B, T) inputs.
 
     Example:
@@ -84,6 +115,7 @@ def pack_segments(segments, sequence_length, start_id, end_id, pad_id=0, truncat
         ```
     """
     check_truncate(truncate)
+    check_padding(padding, pad_to_multiple_of)
     tft = import_tensorflow_text("BertPacker (and BertPreprocessor)")
     segments = list(segments) if isinstance(segments, (list, tuple)) else [segments]
     room = sequence_length - len(segments) - 1  # [CLS] and one [SEP] per segment
@@ -92,26 +124,53 @@ def pack_segments(segments, sequence_length, start_id, end_id, pad_id=0, truncat
                          f"{len(segments)} segment(s) and their special tokens.")
     segments = [tf.cast(s, tf.int32) for s in segments]
     trimmer = (tft.RoundRobinTrimmer if truncate == "round_robin" else tft.WaterfallTrimmer)(room)
-    return _combine(trimmer.trim(segments), sequence_length, start_id, end_id, pad_id)
+    trimmed = trimmer.trim(segments)
+    width = sequence_length
+    if padding == "longest":
+        # [CLS] + each segment and its [SEP]; an empty batch still gets a width of one multiple.
+        tokens = 1 + sum(tf.cast(s.row_lengths(), tf.int32) + 1 for s in trimmed)
+        longest = tf.reduce_max(tf.concat([tokens, [1]], 0))
+        multiple = pad_to_multiple_of or 1
+        width = tf.minimum((longest + multiple - 1) // multiple * multiple, sequence_length)
+    return _combine(trimmed, width, start_id, end_id, pad_id)
 
 
-def _combine(segments, sequence_length, start_id, end_id, pad_id):
-    """`[CLS] a [SEP] b [SEP] [PAD]…` from trimmed ragged segments, in dense ops only: TFLite has
-    kernels for these and for RaggedTensorToTensor, not for the RaggedGather that
+def _combine(segments, width, start_id, end_id, pad_id):
+    """`[CLS] a [SEP] b [SEP] [PAD]…` of `width` tokens from trimmed ragged segments, in dense ops
+    only: TFLite has kernels for these and for RaggedTensorToTensor, not for the RaggedGather that
     `tensorflow_text.combine_segments` runs (so a `.tflite` file can take text)."""
-    positions = tf.range(sequence_length)[None, :]  # (1, T)
+    positions = tf.range(width)[None, :]  # (1, T)
     rows = segments[0].nrows(out_type=tf.int32)
-    token_ids = tf.fill(tf.stack([rows, sequence_length]), pad_id)
+    token_ids = tf.fill(tf.stack([rows, width]), pad_id)
     token_ids = tf.where(positions == 0, start_id, token_ids)
     segment_ids = tf.zeros_like(token_ids)
     start = tf.ones([rows, 1], tf.int32)  # (B, 1): where the current segment begins
     for index, segment in enumerate(segments):
-        dense = segment.to_tensor(pad_id, shape=[None, sequence_length])  # (B, T)
+        dense = segment.to_tensor(pad_id, shape=[None, width] if isinstance(width, int) else tf.stack([rows, width]))
         end = start + tf.cast(segment.row_lengths(), tf.int32)[:, None]  # (B, 1): its [SEP]
         inside = (positions >= start) & (positions < end)
-        pieces = tf.gather(dense, tf.clip_by_value(positions - start, 0, sequence_length - 1), batch_dims=1)
+        pieces = tf.gather(dense, tf.clip_by_value(positions - start, 0, width - 1), batch_dims=1)
         token_ids = tf.where(inside, pieces, tf.where(positions == end, end_id, token_ids))
         segment_ids = tf.where(inside | (positions == end), index, segment_ids)
         start = end + 1
     return {"token_ids": token_ids, "segment_ids": segment_ids,
             "padding_mask": tf.cast(positions < start, tf.int32)}
+
+
+def concat_rows(parts):
+    """The rows of several packed batches (dicts of (B_i, T_i) int tensors) as one batch, each
+    padded on the right to the widest (a dual encoder's anchors, positives and negatives, each
+    packed to its own longest).
+
+    Example:
+        ```python
+        import tensorflow as tf
+        from keras_bert_lib.text.packer import concat_rows
+        a = {"token_ids": tf.ones((2, 4), tf.int32)}
+        b = {"token_ids": tf.ones((2, 8), tf.int32)}
+        concat_rows([a, b])["token_ids"].shape   # (4, 8)
+        ```
+    """
+    width = tf.reduce_max(tf.stack([tf.shape(next(iter(p.values())))[1] for p in parts]))
+    return {k: tf.concat([tf.pad(p[k], [[0, 0], [0, width - tf.shape(p[k])[1]]]) for p in parts], 0)
+            for k in parts[0]}

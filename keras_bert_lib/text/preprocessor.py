@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from keras_bert_lib.text.packer import check_truncate, pack_segments
+from keras_bert_lib.text.packer import check_padding, check_truncate, pack_segments
 from keras_bert_lib.text.wordpiece_tokenizer import WordPieceTokenizer
 
 
@@ -16,10 +16,19 @@ class BertPreprocessor(keras.layers.Layer):
     string tensor — gives (B, T); a sentence pair is a tuple `(first, second)` of those. Anything
     else (a 2-D array, a number) is an error that says so.
 
+    By default a batch is as wide as its longest text, rounded up to a multiple of 16 (so a
+    compiled model sees at most `sequence_length / 16` shapes): real text is short and uneven,
+    and each text's outputs are the same as at a fixed width (padding is masked out).
+    `padding="max_length"` gives every batch `sequence_length` columns (static shapes, for TPUs
+    and for files that want them).
+
     Args:
         tokenizer: WordPieceTokenizer.
-        sequence_length: int. The fixed length T (at most the encoder's positions, 512 for BERT).
+        sequence_length: int. The most tokens a text (pair) keeps, [CLS] and [SEP]s included;
+            longer ones are cut (at most the encoder's positions, 512 for BERT).
         truncate: "round_robin" or "waterfall" (see BertPacker).
+        padding: "longest" (default) or "max_length", HuggingFace's words.
+        pad_to_multiple_of: int or None. With "longest", widths are multiples of it (default 16).
     Call arguments:
         inputs: a string or a batch of strings, or a tuple (first, second) of them for pairs.
     Returns:
@@ -32,19 +41,25 @@ class BertPreprocessor(keras.layers.Layer):
         preprocess = BertPreprocessor(tokenizer, sequence_length=16)
         batch = preprocess(["Is it raining?", "Good morning."])          # a batch of two texts
         pair = preprocess((["Is it raining?"], ["No, it is sunny."]))     # one sentence pair
+        fixed = BertPreprocessor(tokenizer, sequence_length=16, padding="max_length")
+        fixed(["Hi"])["token_ids"].shape                                 # (1, 16)
         ```
     """
 
-    def __init__(self, tokenizer, sequence_length=128, truncate="round_robin", **kwargs):
+    def __init__(self, tokenizer, sequence_length=128, truncate="round_robin", padding="longest",
+                 pad_to_multiple_of=16, **kwargs):
         super().__init__(**kwargs)
         if isinstance(tokenizer, dict):
             tokenizer = keras.saving.deserialize_keras_object(tokenizer)
         if not isinstance(tokenizer, WordPieceTokenizer):
             raise ValueError(f"tokenizer must be a WordPieceTokenizer, not {type(tokenizer).__name__}.")
         check_truncate(truncate)
+        check_padding(padding, pad_to_multiple_of)
         self.tokenizer = tokenizer
         self.sequence_length = sequence_length
         self.truncate = truncate
+        self.padding = padding
+        self.pad_to_multiple_of = pad_to_multiple_of
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
         self.built = True
@@ -62,7 +77,8 @@ class BertPreprocessor(keras.layers.Layer):
         scalar = texts[0].shape.rank == 0
         t = self.tokenizer
         pieces = [t(x[None] if scalar else x) for x in texts]
-        out = pack_segments(pieces, self.sequence_length, t.cls_id, t.sep_id, t.pad_id, self.truncate)
+        out = pack_segments(pieces, self.sequence_length, t.cls_id, t.sep_id, t.pad_id, self.truncate, self.padding,
+                            self.pad_to_multiple_of)
         cut = None
         if lengths:  # the graphs that serve (SavedModel, TFLite) never build this
             cut = sum(tf.cast(p.row_lengths(), tf.int32) for p in pieces) + len(pieces) + 1 > self.sequence_length
@@ -72,7 +88,8 @@ class BertPreprocessor(keras.layers.Layer):
 
     def compute_output_spec(self, inputs):
         first = inputs[0] if isinstance(inputs, tuple) else inputs
-        spec = keras.KerasTensor((*first.shape, self.sequence_length), dtype="int32")
+        spec = keras.KerasTensor((*first.shape, self.sequence_length if self.padding == "max_length" else None),
+                                 dtype="int32")
         # Three distinct tensors: one object under three keys would make a functional model
         # feed the same value (the last one computed) to all three of the encoder's inputs.
         return {name: keras.KerasTensor(spec.shape, dtype="int32", name=name)
@@ -80,7 +97,8 @@ class BertPreprocessor(keras.layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), "tokenizer": keras.saving.serialize_keras_object(self.tokenizer),
-                "sequence_length": self.sequence_length, "truncate": self.truncate}
+                "sequence_length": self.sequence_length, "truncate": self.truncate, "padding": self.padding,
+                "pad_to_multiple_of": self.pad_to_multiple_of}
 
 
 def _segments(inputs):

@@ -1,0 +1,82 @@
+"""Predicting by length: rows sorted by their token count, batched with rows of similar length, each
+batch cut to its bucket's width, the results put back in the caller's order.
+
+Real text is short and uneven: on 2,000 movie-review snippets all-MiniLM-L6-v2's tokens per text
+have a median of 26 and a maximum of 68, so a batch at a fixed 128 columns is mostly padding.
+Padding is masked out of attention and pooling, so cutting it changes no real token's output.
+Widths are multiples of `multiple`, so a compiled model sees at most `T / multiple` shapes.
+"""
+
+import numpy as np
+
+
+def bucket_width(longest, multiple, cap):
+    """`longest` rounded up to a multiple of `multiple`, at most `cap`.
+
+    Example:
+        ```python
+        from keras_bert_lib.models.length_buckets import bucket_width
+        bucket_width(27, 16, 128)   # 32
+        ```
+    """
+    multiple = multiple or 1
+    return int(min(cap, -(-max(int(longest), 1) // multiple) * multiple))
+
+
+def length_batches(padding_mask, batch_size, multiple=16):
+    """[(row indices, width)]: the rows sorted by length (stable), cut into batches of
+    `batch_size`, each with the width of its longest row rounded up to `multiple`.
+
+    Example:
+        ```python
+        import numpy as np
+        from keras_bert_lib.models.length_buckets import length_batches
+        mask = np.array([[1] * 30 + [0] * 98, [1] * 5 + [0] * 123, [1] * 7 + [0] * 121])
+        [(list(rows), width) for rows, width in length_batches(mask, 2)]   # [([1, 2], 16), ([0], 32)]
+        ```
+    """
+    mask = np.asarray(padding_mask)
+    lengths = mask.sum(axis=1)
+    order = np.argsort(lengths, kind="stable")
+    return [(rows, bucket_width(lengths[rows].max(), multiple, mask.shape[1]))
+            for rows in (order[i:i + batch_size] for i in range(0, len(order), batch_size))]
+
+
+def predict_by_length(predict_batch, ids, batch_size, multiple, per_token, fill=0.0, progress=None):
+    """Runs `predict_batch` (an id dict of one batch → its outputs, an array or a dict of them)
+    over `ids` by length (`length_batches`) and returns the outputs in `ids`' row order.
+
+    Outputs marked in `per_token` (the flattened outputs' order: True for those with a token
+    axis, such as span or tag logits) are padded back to `ids`' width with `fill`.
+
+    Example:
+        ```python
+        import numpy as np
+        from keras_bert_lib.models.length_buckets import predict_by_length
+        mask = np.array([[1] * 8, [1] + [0] * 7, [1] * 4 + [0] * 4])
+        ids = {"token_ids": np.ones((3, 8), "int32"), "padding_mask": mask}
+        lengths = predict_by_length(lambda b: b["padding_mask"].sum(1), ids, 2, 4, per_token=[False])   # [8, 1, 4]
+        ```
+    """
+    import keras  # the structure helpers; this module itself needs only NumPy
+
+    width = ids["padding_mask"].shape[1]
+    rows = len(ids["padding_mask"])
+    batches = length_batches(ids["padding_mask"], batch_size, multiple)
+    results = None
+    for index, (order, cut) in enumerate(batches):
+        out = predict_batch({k: np.asarray(v)[order, :cut] for k, v in ids.items()})
+        leaves = [np.asarray(leaf) for leaf in keras.tree.flatten(out)]
+        if results is None:
+            structure = out
+            results = [np.full((rows, width, *leaf.shape[2:]), fill, leaf.dtype) if token
+                       else np.empty((rows, *leaf.shape[1:]), leaf.dtype)
+                       for leaf, token in zip(leaves, per_token)]
+        for result, leaf, token in zip(results, leaves, per_token):
+            if token:
+                result[order, :leaf.shape[1]] = leaf
+            else:
+                result[order] = leaf
+        if progress is not None:
+            progress(index + 1)
+    return keras.tree.pack_sequence_as(structure, results)

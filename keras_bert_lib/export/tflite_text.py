@@ -74,7 +74,7 @@ class TFLiteTextModule(ServingModule):
     def _tokenize(self, texts):
         p, t = self.preprocessor, self.preprocessor.tokenizer
         return pack_segments([self._fast.tokenize(texts[k]) for k in self.text_names], p.sequence_length,
-                             t.cls_id, t.sep_id, t.pad_id, p.truncate)
+                             t.cls_id, t.sep_id, t.pad_id, p.truncate, p.padding, p.pad_to_multiple_of)
 
     def _text(self, texts):
         from keras_bert_lib.export.signatures import task_outputs

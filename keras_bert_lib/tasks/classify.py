@@ -27,6 +27,9 @@ class ClassifyConfig(TextsConfig):
     text_pair_column: str = option("text_pair", "column of the second text of a pair; read when the file has it")
     pooling: str = option("cls", "the [CLS] pooler, or the mean over tokens (models trained for mean pooling "
                                  "such as all-MiniLM-L6-v2)", choices=("cls", "mean"))
+    group_by_length: bool = option(False, "put texts of similar length in the same training batches (sorted "
+                                          "within windows of 32 batches), as transformers' group_by_length; "
+                                          "every batch is padded to its own longest either way")
 
 
 def probability_rows(model, columns):
@@ -71,7 +74,8 @@ class Classify(Task):
         self.names, (train_ids, self.validation_ids) = label_classes(train, validation)
         if len(self.names) < 2:
             raise ValueError(f"{train.source} has one label only ({self.names[0]!r}); a classifier needs two or more.")
-        self.train_data = text_batches(train.inputs, train_ids, preprocessor, config.batch_size, True, config.seed)
+        self.train_data = text_batches(train.inputs, train_ids, preprocessor, config.batch_size, True, config.seed,
+                                       config.group_by_length)
         self.held_out = text_batches(validation.inputs, self.validation_ids, preprocessor, config.batch_size, False,
                                      config.seed)
         self.train_size = self.train_examples = len(train)

@@ -29,6 +29,9 @@ class RerankConfig(TextsConfig):
     label_column: str = option("label", "column of the label: 1 relevant, 0 not")
     pooling: str = option("cls", "the [CLS] pooler, or the mean over tokens (models trained for mean pooling)",
                           choices=("cls", "mean"))
+    group_by_length: bool = option(False, "put texts of similar length in the same training batches (sorted "
+                                          "within windows of 32 batches), as transformers' group_by_length; "
+                                          "every batch is padded to its own longest either way")
 
 
 class Rerank(Task):
@@ -55,7 +58,8 @@ class Rerank(Task):
                                  "labels say whether the passage is relevant to the query).")
             labels.append(np.array([float(v) for v in values], "float32"))
         self.validation_labels = labels[1]
-        self.train_data = text_batches(train.inputs, labels[0], preprocessor, config.batch_size, True, config.seed)
+        self.train_data = text_batches(train.inputs, labels[0], preprocessor, config.batch_size, True, config.seed,
+                                       config.group_by_length)
         self.held_out = text_batches(self.validation.inputs, labels[1], preprocessor, config.batch_size, False,
                                      config.seed)
         self.train_size = self.train_examples = len(train)

@@ -48,7 +48,8 @@ class Similarity(Task):
         train, validation = config.read(pairs=True)
         scores = [_scores(part) for part in (train, validation)]
         self.validation_scores = scores[1]
-        self.train_data = text_batches(train.inputs, scores[0], preprocessor, config.batch_size, True, config.seed)
+        self.train_data = text_batches(train.inputs, scores[0], preprocessor, config.batch_size, True, config.seed,
+                                       config.group_by_length)
         self.held_out = text_batches(validation.inputs, scores[1], preprocessor, config.batch_size, False, config.seed)
         self.train_size = self.train_examples = len(train)
         self.validation_examples = len(validation)

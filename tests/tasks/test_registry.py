@@ -66,7 +66,7 @@ def test_what_a_task_declares_is_what_its_model_and_export_do(name, checkpoint, 
     task = task_class(config, load_preprocessor(checkpoint, sequence_length=48))
     assert task.train_size >= task.train_examples > 0 and task.validation_examples > 0
     features, _ = next(iter(task.train_data))[:2]
-    assert features["token_ids"].shape[-1] == 48
+    assert features["token_ids"].shape[-1] <= 48  # each batch at its own longest, capped
     model = task.build(load_checkpoint(checkpoint))
     assert isinstance(model, task_class.model_class)
     assert output_names(model) == task_class.serves.outputs

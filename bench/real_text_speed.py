@@ -57,10 +57,14 @@ def variants(texts, batch):
     def fixed_128():  # what predict did before: every batch 128 wide, Keras' own loop
         return keras.Model.predict(fixed, fixed._ids(texts), batch_size=batch, verbose=0)
 
+    from keras_bert_lib.models import with_dtype
+
+    bf16 = with_dtype(ours, "bfloat16")  # the serving copy: bfloat16 weights (AVX512_BF16 / AMX CPUs)
     st = SentenceTransformer(path, device="cpu")
     st.max_seq_length = 128
     found = {"ours (by length)": lambda: ours.predict(texts, batch_size=batch, verbose=0),
              "ours (fixed 128)": fixed_128,
+             "ours, bfloat16 weights (by length)": lambda: bf16.predict(texts, batch_size=batch, verbose=0),
              "sentence-transformers": lambda: st.encode(texts, batch_size=batch)}
     from transformers import AutoModel, AutoTokenizer
 

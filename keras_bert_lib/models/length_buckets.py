@@ -7,6 +7,7 @@ Padding is masked out of attention and pooling, so cutting it changes no real to
 Widths are multiples of `multiple`, so a compiled model sees at most `T / multiple` shapes.
 """
 
+import keras
 import numpy as np
 
 
@@ -58,8 +59,6 @@ def predict_by_length(predict_batch, ids, batch_size, multiple, per_token, fill=
         lengths = predict_by_length(lambda b: b["padding_mask"].sum(1), ids, 2, 4, per_token=[False])   # [8, 1, 4]
         ```
     """
-    import keras  # the structure helpers; this module itself needs only NumPy
-
     width = ids["padding_mask"].shape[1]
     rows = len(ids["padding_mask"])
     batches = length_batches(ids["padding_mask"], batch_size, multiple)
@@ -82,45 +81,39 @@ def predict_by_length(predict_batch, ids, batch_size, multiple, per_token, fill=
     return keras.tree.pack_sequence_as(structure, results)
 
 
-def _rows_and_width(value, rows, width, cut):
-    value = np.asarray(value)
-    if value.ndim >= 2 and value.shape[1] == width:
-        return value[rows, :cut]
-    return value[rows]
-
-
-def length_dataset(ids, targets, sample_weight, batch_size, multiple=16):
-    """A `keras.utils.PyDataset` of (ids, targets[, sample_weight]) batches by length
-    (`length_batches`), for `evaluate`: each batch cut to its bucket, and so are the targets and
-    weights with a token axis. Metrics are sums over rows, so the order changes none of them.
+class LengthBatches(keras.utils.PyDataset):
+    """(ids, targets[, sample_weight]) batches by length (`length_batches`), for `evaluate`: each
+    batch cut to its bucket, and so are the targets and weights with a token axis. Metrics are
+    sums over rows, so the order changes none of them.
 
     Example:
         ```python
         import numpy as np
-        from keras_bert_lib.models.length_buckets import length_dataset
+        from keras_bert_lib.models.length_buckets import LengthBatches
         mask = np.array([[1] * 3 + [0] * 29, [1] * 20 + [0] * 12])
-        data = length_dataset({"padding_mask": mask}, np.array([0, 1]), None, batch_size=1)
+        data = LengthBatches({"padding_mask": mask}, np.array([0, 1]), None, batch_size=1)
         [x["padding_mask"].shape for x, _ in (data[0], data[1])]   # [(1, 16), (1, 32)]
         ```
     """
-    import keras
 
-    class LengthBatches(keras.utils.PyDataset):
-        def __init__(self):
-            super().__init__()
-            self.width = ids["padding_mask"].shape[1]
-            batches = length_batches(ids["padding_mask"], batch_size, multiple)
-            # Keras reads the first two batches for the dataset's shapes: a short one and the
-            # longest, so that the width is left free (one trace; XLA compiles once per width).
-            self.batches = batches[:1] + batches[:0:-1]
+    def __init__(self, ids, targets, sample_weight, batch_size, multiple=16):
+        super().__init__()
+        self.ids, self.targets, self.sample_weight = ids, targets, sample_weight
+        self.width = ids["padding_mask"].shape[1]
+        batches = length_batches(ids["padding_mask"], batch_size, multiple)
+        # Keras reads the first two batches for the dataset's shapes: a short one and the longest,
+        # so that the width is left free (one trace; XLA compiles once per width).
+        self.batches = batches[:1] + batches[:0:-1]
 
-        def __len__(self):
-            return len(self.batches)
+    def __len__(self):
+        return len(self.batches)
 
-        def __getitem__(self, index):
-            rows, cut = self.batches[index]
-            part = lambda v: _rows_and_width(v, rows, self.width, cut)  # noqa: E731
-            batch = ({k: part(v) for k, v in ids.items()}, keras.tree.map_structure(part, targets))
-            return batch if sample_weight is None else (*batch, part(sample_weight))
+    def __getitem__(self, index):
+        rows, cut = self.batches[index]
 
-    return LengthBatches()
+        def part(value):
+            value = np.asarray(value)
+            return value[rows, :cut] if value.ndim >= 2 and value.shape[1] == self.width else value[rows]
+
+        batch = ({k: part(v) for k, v in self.ids.items()}, keras.tree.map_structure(part, self.targets))
+        return batch if self.sample_weight is None else (*batch, part(self.sample_weight))

@@ -9,7 +9,7 @@ import numpy as np
 from keras_bert_lib.heads import Pooling
 from keras_bert_lib.models.checkpoint_loading import load_checkpoint
 from keras_bert_lib.models.input_checks import ChecksInputs, is_tf_dataset
-from keras_bert_lib.models.length_buckets import length_dataset, predict_by_length
+from keras_bert_lib.models.length_buckets import LengthBatches, predict_by_length
 
 # The pooling and task heads compute in float32 whatever the encoder's policy, as Keras'
 # mixed-precision guide advises for a model's last layers: a bfloat16 head would round the
@@ -224,8 +224,8 @@ class TaskModel(ChecksInputs, keras.Model):
         ids, y = self._ids(x), self._targets(y)
         arrays = all(isinstance(leaf, np.ndarray) for leaf in keras.tree.flatten(y)) if y is not None else False
         if isinstance(ids, dict) and "padding_mask" in ids and arrays and steps is None and _rows(ids):
-            data = length_dataset({k: np.asarray(v) for k, v in ids.items()}, y, _array(sample_weight),
-                                  batch_size or 32, getattr(self.preprocessor, "pad_to_multiple_of", None) or 16)
+            data = LengthBatches({k: np.asarray(v) for k, v in ids.items()}, y, _array(sample_weight),
+                                 batch_size or 32, getattr(self.preprocessor, "pad_to_multiple_of", None) or 16)
             return super().evaluate(data, verbose=verbose, callbacks=callbacks, return_dict=return_dict, **kwargs)
         return super().evaluate(ids, y, batch_size=batch_size, verbose=verbose, sample_weight=sample_weight,
                                 steps=steps, callbacks=callbacks, return_dict=return_dict, **kwargs)

@@ -69,8 +69,8 @@ class Classify(Task):
         super().__init__(config, preprocessor)
         train, validation = config.read(pairs=self.pairs)
         if self.pairs and train.pairs is None:  # a TFDS data set of single texts
-            raise ValueError(f"{train.source} has one text a row; {self.name} reads pairs (finetune classify "
-                             "reads single texts).")
+            raise ValueError(f"{train.source} has one text a row; {self.name} reads pairs: use "
+                             "`keras-bert finetune classify` for single texts.")
         self.names, (train_ids, self.validation_ids) = label_classes(train, validation)
         if len(self.names) < 2:
             raise ValueError(f"{train.source} has one label only ({self.names[0]!r}); a classifier needs two or more.")

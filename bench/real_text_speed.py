@@ -57,15 +57,17 @@ def variants(texts, batch):
     def fixed_128():  # what predict did before: every batch 128 wide, Keras' own loop
         return keras.Model.predict(fixed, fixed._ids(texts), batch_size=batch, verbose=0)
 
-    from keras_bert_lib.models import with_dtype
-
-    bf16 = with_dtype(ours, "bfloat16")  # the serving copy: bfloat16 weights (AVX512_BF16 / AMX CPUs)
+    float32 = SentenceEmbedder.from_checkpoint(path, sequence_length=128)
+    float32.inference_dtype = None  # the model's own float32 (XLA), where the default picks bfloat16
     st = SentenceTransformer(path, device="cpu")
     st.max_seq_length = 128
-    found = {"ours (by length)": lambda: ours.predict(texts, batch_size=batch, verbose=0),
+    found = {f"ours (default: {ours.inference_model().encoder.layers_dtype_policy.name})":
+             lambda: ours.predict(texts, batch_size=batch, verbose=0),
+             "ours float32 (by length)": lambda: float32.predict(texts, batch_size=batch, verbose=0),
              "ours (fixed 128)": fixed_128,
-             "ours, bfloat16 weights (by length)": lambda: bf16.predict(texts, batch_size=batch, verbose=0),
              "sentence-transformers": lambda: st.encode(texts, batch_size=batch)}
+    found.update(other_runtimes(float32, texts, batch))
+    found.update(keras_hub_peer(float32, path, texts, batch))
     from transformers import AutoModel, AutoTokenizer
 
     tokenizer, model = AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(path).eval()
@@ -89,8 +91,134 @@ def variants(texts, batch):
             peer.max_seq_length = 128
             found[f"sentence-transformers {backend}"] = (lambda p: lambda: p.encode(texts, batch_size=batch))(peer)
         except Exception as e:  # noqa: BLE001  a backend's extra not installed: said, not hidden
-            print(f"(sentence-transformers backend={backend!r} left out: {type(e).__name__}: {str(e)[:100]})")
+            python = os.environ.get(f"PEER_PYTHON_{backend.upper()}")
+            if python:  # the peer from its own environment (its extra does not install beside our pins)
+                found[f"sentence-transformers {backend}"] = PeerProcess(python, path, backend, texts, batch)
+            else:
+                print(f"(sentence-transformers backend={backend!r} left out: {type(e).__name__}: {str(e)[:100]}; "
+                      f"set PEER_PYTHON_{backend.upper()} to a Python that has it)")
     return found
+
+
+def by_length(run, ids, batch):
+    """Mean-pooled, normalised vectors of a runtime's `run(id dict) → (B, T, H)` sequence output,
+    batched by length as our `predict` batches."""
+    from keras_bert_lib.models.length_buckets import predict_by_length
+
+    def embed(b):
+        hidden, mask = run(b), b["padding_mask"][..., None].astype(np.float32)
+        mean = (hidden * mask).sum(1) / mask.sum(1)
+        return mean / np.linalg.norm(mean, axis=-1, keepdims=True)
+
+    return predict_by_length(embed, ids, batch, 16, [False], 0.0)
+
+
+def other_runtimes(model, texts, batch):
+    """Our encoder on ONNX Runtime (our ONNX export, float32) and on OpenVINO (the same file,
+    OpenVINO's default precision: bfloat16 on CPUs with AVX512-BF16 or AMX), batched by length."""
+    import tempfile
+
+    from keras_bert_lib.export import export_onnx
+    from keras_bert_lib.export.onnx import onnx_runner
+
+    ids = {k: np.asarray(v) for k, v in model.preprocessor(texts).items()}
+    onnx_file = os.path.join(tempfile.mkdtemp(), "encoder.onnx")
+    export_onnx(model.encoder, onnx_file)
+    found = {}
+    ort = onnx_runner(onnx_file)
+    found["ours on ONNX Runtime (float32)"] = lambda: by_length(lambda b: ort(b)["sequence_output"], ids, batch)
+    try:
+        import openvino
+    except ImportError:
+        print("(OpenVINO left out: pip install openvino)")
+        return found
+    compiled = openvino.Core().compile_model(openvino.convert_model(onnx_file), "CPU")
+    precision = compiled.get_property("INFERENCE_PRECISION_HINT")
+    port = next(o for o in compiled.outputs if "sequence_output" in o.get_names())
+    names = {i.get_any_name() for i in compiled.inputs}
+    request = compiled.create_infer_request()
+
+    def run(b):
+        return request.infer({k: v for k, v in b.items() if k in names})[port]
+
+    found[f"ours on OpenVINO ({precision})"] = lambda: by_length(run, ids, batch)
+    return found
+
+
+def keras_hub_peer(model, path, texts, batch):
+    """keras-hub's BertBackbone with MiniLM's weights (copied from ours) behind its own tokenizer
+    and packer (every text padded to 128, keras-hub's way), mean-pooled."""
+    try:
+        import keras_hub
+    except ImportError:
+        print("(keras-hub left out: pip install -e '.[bench]')")
+        return {}
+    from tests.reference.keras_hub_weights import hub_to_ours_names
+
+    config = model.encoder.config
+    hub = keras_hub.models.BertBackbone(
+        vocabulary_size=config.vocab_size, num_layers=config.num_hidden_layers, num_heads=config.num_attention_heads,
+        hidden_dim=config.hidden_size, intermediate_dim=config.intermediate_size,
+        max_sequence_length=config.max_position_embeddings)
+    ours = {w.path: w for w in model.encoder.weights}
+    theirs = {w.path: w for w in hub.weights}
+    for h, o in hub_to_ours_names(config.num_hidden_layers):
+        theirs[h].assign(np.reshape(np.asarray(ours[o]), theirs[h].shape))
+    tokenizer = keras_hub.tokenizers.BertTokenizer(vocabulary=os.path.join(path, "vocab.txt"), lowercase=True)
+    packer = keras_hub.layers.MultiSegmentPacker(sequence_length=128, start_value=tokenizer.cls_token_id,
+                                                 end_value=tokenizer.sep_token_id, pad_value=tokenizer.pad_token_id)
+
+    def embed():
+        token_ids, segment_ids = packer(tokenizer(texts))
+        mask = np.asarray(token_ids != tokenizer.pad_token_id)
+        hidden = hub.predict({"token_ids": np.asarray(token_ids), "segment_ids": np.asarray(segment_ids),
+                              "padding_mask": mask}, batch_size=batch, verbose=0)
+        mean = (hidden["sequence_output"] * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
+        return mean / np.linalg.norm(mean, axis=-1, keepdims=True)
+
+    return {"keras-hub (tokenizer + packer + backbone)": embed}
+
+
+PEER = """
+import sys, time, json, numpy as np
+from sentence_transformers import SentenceTransformer
+path, backend, batch, texts = sys.argv[1], sys.argv[2], int(sys.argv[3]), json.load(open(sys.argv[4]))
+model = SentenceTransformer(path, device="cpu", backend=backend)
+model.max_seq_length = 128
+for line in sys.stdin:
+    start = time.perf_counter()
+    vectors = model.encode(texts, batch_size=batch)
+    seconds = time.perf_counter() - start
+    np.save(sys.argv[5], vectors)
+    print(seconds, flush=True)
+"""
+
+
+class PeerProcess:
+    """A sentence-transformers backend in another Python (a peer whose extra cannot be installed
+    beside our pins), kept running and driven by one line per call, so it is timed in the same
+    interleaved rounds; its own seconds (the encode call, without the pipe) are what count."""
+
+    def __init__(self, python, path, backend, texts, batch):
+        import subprocess
+        import tempfile
+
+        folder = tempfile.mkdtemp()
+        with open(os.path.join(folder, "texts.json"), "w", encoding="utf-8") as f:
+            json.dump(texts, f)
+        self.out = os.path.join(folder, "vectors.npy")
+        self.process = subprocess.Popen([python, "-c", PEER, path, backend, str(batch), f.name, self.out],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=folder)
+        self.seconds = None
+
+    def __call__(self):
+        self.process.stdin.write("go\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError("the peer process ended; run its command by hand to see why")
+        self.seconds = float(line)
+        return np.load(self.out)
 
 
 def main():

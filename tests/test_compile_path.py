@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from keras_bert_lib import bert_tiny
-from keras_bert_lib.compile_path import bfloat16_kernels, choose_jit_compile, cpu_flags
+from keras_bert_lib.compile_path import bfloat16_kernels, choose_jit_compile, choose_training_dtype, cpu_flags
 
 ZEN4 = {"avx2", "avx512f", "avx512_bf16", "avx512_vnni"}
 SAPPHIRE_RAPIDS = ZEN4 | {"amx_bf16", "amx_tile", "amx_int8"}
@@ -17,6 +17,7 @@ AVX2 = {"avx2", "fma"}
     (ZEN4, "bfloat16", 512, False, "with AVX512-BF16"),
     (ZEN4, "mixed_bfloat16", None, False, "with AVX512-BF16"),
     (ZEN4, "mixed_bfloat16", 128, True, "bfloat16 at width 128"),
+    (ZEN4, "mixed_bfloat16", 384, False, "with AVX512-BF16"),  # all-MiniLM-L6-v2
     (AVX2, "mixed_bfloat16", 768, True, "without bfloat16 instructions"),
     (SAPPHIRE_RAPIDS, "float32", 768, True, "float32 on a CPU: XLA"),
     (AVX2, "float32", 768, True, "float32 on a CPU: XLA"),
@@ -97,3 +98,16 @@ def test_training_runs_take_the_same_rule(monkeypatch, flags, dtype, width, jit)
     assert _jit_compile(config, tf.distribute.get_strategy(), width) is jit
     assert _jit_compile(LoopConfig(output_dir="unused", dtype=dtype, jit_compile=False),
                         tf.distribute.get_strategy(), width) is False
+
+
+@pytest.mark.parametrize(("setting", "width", "where", "want"), [
+    ("auto", 384, dict(flags={"avx512_bf16"}, accelerators=[], backend="tensorflow"), "mixed_bfloat16"),
+    ("auto", 384, dict(flags={"amx_bf16"}, accelerators=[], backend="tensorflow"), "mixed_bfloat16"),
+    ("auto", 128, dict(flags={"avx512_bf16"}, accelerators=[], backend="tensorflow"), "float32"),  # too narrow
+    ("auto", 384, dict(flags={"avx2"}, accelerators=[], backend="tensorflow"), "float32"),
+    ("auto", 384, dict(flags={"avx512_bf16"}, accelerators=["gpu:0"], backend="tensorflow"), "float32"),
+    ("float32", 768, dict(flags={"avx512_bf16"}, accelerators=[], backend="tensorflow"), "float32"),
+    ("mixed_bfloat16", 128, dict(flags={"avx2"}, accelerators=[], backend="tensorflow"), "mixed_bfloat16"),
+])
+def test_a_runs_auto_dtype_is_bfloat16_only_where_it_pays(setting, width, where, want):
+    assert choose_training_dtype(setting, width, **where) == want

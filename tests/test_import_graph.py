@@ -27,9 +27,11 @@ RANKS = {
 KERAS_ONLY = ("layers", "heads", "models")
 # Functions that are TensorFlow-only branches of backend-neutral code, importing it when they run:
 # checking a tf.data.Dataset a user passes to fit, inside that dataset's own pipeline (a
-# tf.data.Dataset means TensorFlow is there), and the dense product written in the form oneDNN fuses.
+# tf.data.Dataset means TensorFlow is there), the dense product written in the form oneDNN fuses,
+# and the compiled weights fingerprint (called on the TensorFlow backend only).
 TF_DATASET_CHECK = {("keras_bert_lib.models.input_checks", "_checked_dataset"),
-                    ("keras_bert_lib.layers.bias_activation_dense", "call")}
+                    ("keras_bert_lib.layers.bias_activation_dense", "call"),
+                    ("keras_bert_lib.models.dtype_copy", "_tf_fingerprint")}
 
 
 def _module_name(path):

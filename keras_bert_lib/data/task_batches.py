@@ -7,9 +7,11 @@ Training batches are shuffled anew each pass and repeated. With `group_by_length
 window of `WINDOW` batches are sorted by length, cut into batches and the batches shuffled, so
 that a batch holds texts of similar length, as transformers' `group_by_length` does (off by
 default there and here: on the suite's small data sets it cost learning, see `text_batches`).
-Held-out batches keep every row, in order.
+Held-out batches keep every row, sorted by length (fewer padded tokens; the metrics Keras
+reports do not depend on the order): to pair predictions with rows, predict the texts themselves.
 """
 
+import numpy as np
 import tensorflow as tf
 
 from keras_bert_lib.text.packer import concat_rows
@@ -55,6 +57,11 @@ def text_batches(texts, targets, preprocessor, batch_size, training, seed=0, gro
         ids, label = next(iter(text_batches(["good film", "film"], [1, 0], preprocessor, 2, False)))
         ```
     """
+    if not training:  # sorted by length in characters, as sentence-transformers sorts
+        columns = [np.asarray(c, dtype=str) for c in (texts if isinstance(texts, tuple) else (texts,))]
+        order = np.argsort(sum(np.char.str_len(c) for c in columns), kind="stable")
+        texts = tuple(c[order] for c in columns) if isinstance(texts, tuple) else columns[0][order]
+        targets = np.asarray(targets)[order]
     data = tf.data.Dataset.from_tensor_slices((texts, targets))
     if training and group_by_length:
         data = _grouped_by_length(data, len(targets), batch_size, seed, _characters)

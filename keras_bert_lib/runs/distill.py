@@ -176,7 +176,7 @@ def run_distillation(config: DistillConfig):
     majority = float(np.mean(validation_ids == np.bincount(train_ids[train_ids >= 0], minlength=len(names)).argmax()))
     model, _ = train(loop, build, train_data, held_out, loss=DistillationLoss(config.temperature, config.alpha),
                      baselines={"teacher": teacher_scores["accuracy"]})
-    predicted = np.argmax(model.predict(held_out, verbose=0), axis=-1)
+    predicted = np.argmax(model.predict(validation.inputs, verbose=0), axis=-1)
     held = classification_metrics(validation_ids, predicted, teacher.num_classes)
     report = {"held_out": held, "teacher": teacher_scores,
               "student / teacher accuracy": held["accuracy"] / teacher_scores["accuracy"],

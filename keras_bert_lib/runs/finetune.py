@@ -14,6 +14,8 @@ import os
 import keras
 
 from keras_bert_lib.atomic_write import atomic_write_text
+from keras_bert_lib.checkpoints import read_checkpoint
+from keras_bert_lib.compile_path import choose_training_dtype
 from keras_bert_lib.models import load_checkpoint, save_checkpoint
 from keras_bert_lib.tasks import FinetuneConfig, get_task
 from keras_bert_lib.text import load_preprocessor, write_vocabulary
@@ -77,9 +79,13 @@ def run_finetuning(config: FinetuneConfig):
     finished = prepare_output_dir(config)
     if finished is not None:
         return finished
+    loop = dataclasses.replace(loop, dtype=choose_training_dtype(
+        config.dtype, read_checkpoint(config.checkpoint).config.hidden_size))
+    if config.dtype == "auto":
+        logger.info("Fine-tuning in %s (--dtype auto; --dtype float32 to pin it).", loop.dtype)
     keras.utils.set_random_seed(config.seed)
-    model, _ = train(loop, lambda: task.build(load_checkpoint(config.checkpoint)), task.train_data, task.held_out,
-                     baselines=task.curve_baselines)
+    model, _ = train(loop, lambda: task.build(load_checkpoint(config.checkpoint, dtype=loop.dtype)), task.train_data,
+                     task.held_out, baselines=task.curve_baselines)
     report = {"held_out": task.evaluate(model), "baselines": task.baselines, "steps": loop.steps,
               "train_examples": task.train_examples, "validation_examples": task.validation_examples}
     save_run_model(config.output_dir, model, preprocessor)

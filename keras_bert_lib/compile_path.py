@@ -102,15 +102,31 @@ def choose_jit_compile(dtype="float32", flags=None, accelerators=None, backend=N
     return True, f"{policy.compute_dtype} on a CPU: XLA fuses the graph (faster than TensorFlow's graph)"
 
 
+def bfloat16_pays(hidden_size=None, flags=None, accelerators=None, backend=None):
+    """Whether bfloat16 beats float32 here: TensorFlow on a CPU (no GPU or TPU) with AVX512-BF16
+    or AMX, for a model at least `MIN_BFLOAT16_GRAPH_WIDTH` wide (`hidden_size` None: wide enough).
+    The rule behind the "auto" of `choose_inference_dtype` and `choose_training_dtype`.
+
+    Example:
+        ```python
+        from keras_bert_lib.compile_path import bfloat16_pays
+        bfloat16_pays(384, flags={"avx512_bf16"}, accelerators=[], backend="tensorflow")   # True
+        ```
+    """
+    backend = backend or keras.backend.backend()
+    accelerators = _accelerators() if accelerators is None else accelerators
+    wide = hidden_size is None or hidden_size >= MIN_BFLOAT16_GRAPH_WIDTH
+    return backend == "tensorflow" and not accelerators and bfloat16_kernels(flags) is not None and wide
+
+
 def choose_inference_dtype(setting, model_dtype="float32", hidden_size=None, flags=None, accelerators=None,
                            backend=None):
     """The dtype policy a model of `model_dtype` predicts in under `setting`, or None for its own.
 
     - "auto": "bfloat16" (weights stored in bfloat16, cast once) for a float32 or
-      `mixed_bfloat16` model at least `MIN_BFLOAT16_GRAPH_WIDTH` wide on TensorFlow on a CPU
-      with AVX512-BF16 or AMX, where oneDNN's bfloat16 kernels make inference 1.5 times faster
-      (cosine to float32 at least 0.999 on real text, docs/text.md); None (the model's own
-      dtype) everywhere else.
+      `mixed_bfloat16` model where `bfloat16_pays`, where oneDNN's bfloat16 kernels make
+      inference 1.5 times faster (cosine to float32 at least 0.999 on real text, docs/text.md);
+      None (the model's own dtype) everywhere else.
     - None: the model's own dtype policy.
     - a policy name ("bfloat16", "float32", ...): that one.
 
@@ -123,22 +139,24 @@ def choose_inference_dtype(setting, model_dtype="float32", hidden_size=None, fla
     """
     policy = keras.dtype_policies.get(model_dtype) if isinstance(model_dtype, str) else model_dtype
     if setting == "auto":
-        backend = backend or keras.backend.backend()
-        accelerators = _accelerators() if accelerators is None else accelerators
-        narrow = hidden_size is not None and hidden_size < MIN_BFLOAT16_GRAPH_WIDTH
-        if (backend != "tensorflow" or accelerators or not bfloat16_kernels(flags) or narrow
-                or policy.variable_dtype != "float32" or policy.compute_dtype not in ("float32", "bfloat16")):
+        if (policy.variable_dtype != "float32" or policy.compute_dtype not in ("float32", "bfloat16")
+                or not bfloat16_pays(hidden_size, flags, accelerators, backend)):
             return None
         setting = "bfloat16"
-    if setting is None or keras.dtype_policies.get(setting).name == policy.name:
+    if setting is None:
         return None
-    return keras.dtype_policies.get(setting).name
+    try:
+        name = keras.dtype_policies.get(setting).name
+    except ValueError as e:
+        raise ValueError(f"inference_dtype={setting!r}: use 'auto', None (the model's own) or a Keras dtype "
+                         f"policy. {e}") from None
+    return None if name == policy.name else name
 
 
 def choose_training_dtype(setting, hidden_size=None, flags=None, accelerators=None, backend=None):
-    """The dtype policy a run trains in: `setting` itself, or for "auto" `mixed_bfloat16` on
-    TensorFlow on a CPU with AVX512-BF16 or AMX for a model at least `MIN_BFLOAT16_GRAPH_WIDTH`
-    wide (all-MiniLM-L6-v2's fine-tuning step: 472 ms against 722 in float32), float32 elsewhere.
+    """The dtype policy a run trains in: `setting` itself, or for "auto" `mixed_bfloat16` where
+    `bfloat16_pays` (all-MiniLM-L6-v2's fine-tuning step: 472 ms against 722 in float32), float32
+    elsewhere.
 
     Example:
         ```python
@@ -149,12 +167,7 @@ def choose_training_dtype(setting, hidden_size=None, flags=None, accelerators=No
     """
     if setting != "auto":
         return setting
-    backend = backend or keras.backend.backend()
-    accelerators = _accelerators() if accelerators is None else accelerators
-    wide = hidden_size is None or hidden_size >= MIN_BFLOAT16_GRAPH_WIDTH
-    if backend == "tensorflow" and not accelerators and bfloat16_kernels(flags) and wide:
-        return "mixed_bfloat16"
-    return "float32"
+    return "mixed_bfloat16" if bfloat16_pays(hidden_size, flags, accelerators, backend) else "float32"
 
 
 def describe(dtype="float32", hidden_size=None):

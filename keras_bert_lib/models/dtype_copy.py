@@ -65,8 +65,8 @@ def weights_fingerprint(weights):
     """
     if keras.backend.backend() == "tensorflow":
         return tuple(_tf_fingerprint([w.value for w in weights]).numpy().tolist())
-    return tuple(int(np.ascontiguousarray(keras.ops.convert_to_numpy(w)).reshape(-1)[::_SAMPLE]
-                     .view(f"uint{8 * np.dtype(w.dtype).itemsize}").sum(dtype=np.uint64)) for w in weights)
+    samples = [np.ascontiguousarray(keras.ops.convert_to_numpy(w).reshape(-1)[::_SAMPLE]) for w in weights]
+    return tuple(int(s.view(f"uint{8 * s.itemsize}").sum(dtype=np.uint64)) for s in samples)
 
 
 def _tf_fingerprint(values):

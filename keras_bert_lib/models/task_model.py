@@ -198,8 +198,9 @@ class TaskModel(ChecksInputs, keras.Model):
         with rows of similar length, each batch cut to its bucket's width (a multiple of the
         preprocessor's `pad_to_multiple_of`, 16 by default), and the results come back in the
         caller's order; outputs with a token axis are padded back to the input's width (fill 0,
-        or the masked value of span logits). `steps`, `callbacks` or a dataset take Keras' own
-        loop, at the width the data has."""
+        or the masked value of span logits). It runs `inference_model()`: bfloat16 weights on CPUs
+        with AVX512-BF16 or AMX (`inference_dtype`). `steps`, `callbacks` or a dataset take Keras'
+        own loop, on this model, at the width the data has."""
         if _rows(x) == 0:  # Keras' predict cannot run zero steps: the outputs of one row, cut to none
             return keras.tree.map_structure(lambda a: a[:0], super().predict(self._ids(_one_row(x)), verbose=0))
         ids = self._ids(x)
@@ -212,10 +213,14 @@ class TaskModel(ChecksInputs, keras.Model):
             bar = keras.utils.Progbar(-(-len(ids["padding_mask"]) // batch_size), verbose=1 if verbose == "auto"
                                       else verbose, unit_name="batch")
         per_token = [len(o.shape) >= 2 and o.shape[1] is None for o in keras.tree.flatten(self.output)]
-        multiple = getattr(self.preprocessor, "pad_to_multiple_of", None) or 16
         model = self.inference_model()
-        return predict_by_length(lambda batch: keras.Model.predict_on_batch(model, batch), ids, batch_size, multiple,
-                                 per_token, self._padding_fill, None if bar is None else bar.update)
+        return predict_by_length(lambda batch: keras.Model.predict_on_batch(model, batch), ids, batch_size,
+                                 self._bucket_multiple(), per_token, self._padding_fill,
+                                 None if bar is None else bar.update)
+
+    def _bucket_multiple(self):
+        """The widths `predict` and `evaluate` cut batches to are multiples of this."""
+        return getattr(self.preprocessor, "pad_to_multiple_of", None) or 16
 
     def inference_model(self):
         """The model `predict` runs: this one, or (`inference_dtype`) a copy whose encoder holds
@@ -263,7 +268,7 @@ class TaskModel(ChecksInputs, keras.Model):
         arrays = all(isinstance(leaf, np.ndarray) for leaf in keras.tree.flatten(y)) if y is not None else False
         if isinstance(ids, dict) and "padding_mask" in ids and arrays and steps is None and _rows(ids):
             data = LengthBatches({k: np.asarray(v) for k, v in ids.items()}, y, _array(sample_weight),
-                                 batch_size or 32, getattr(self.preprocessor, "pad_to_multiple_of", None) or 16)
+                                 batch_size or 32, self._bucket_multiple())
             return super().evaluate(data, verbose=verbose, callbacks=callbacks, return_dict=return_dict, **kwargs)
         return super().evaluate(ids, y, batch_size=batch_size, verbose=verbose, sample_weight=sample_weight,
                                 steps=steps, callbacks=callbacks, return_dict=return_dict, **kwargs)

@@ -7,7 +7,7 @@ import numpy as np
 from keras_bert_lib.data import label_classes, text_batches
 from keras_bert_lib.metrics import classification_metrics
 from keras_bert_lib.models import TextClassifier
-from keras_bert_lib.tasks.task import Serving, Task, TextsConfig, task_field
+from keras_bert_lib.tasks.task import Serving, Task, TextsConfig, group_by_length_option, task_field
 from keras_bert_lib.training.loop import option
 
 
@@ -27,9 +27,7 @@ class ClassifyConfig(TextsConfig):
     text_pair_column: str = option("text_pair", "column of the second text of a pair; read when the file has it")
     pooling: str = option("cls", "the [CLS] pooler, or the mean over tokens (models trained for mean pooling "
                                  "such as all-MiniLM-L6-v2)", choices=("cls", "mean"))
-    group_by_length: bool = option(False, "put texts of similar length in the same training batches (sorted "
-                                          "within windows of 32 batches), as transformers' group_by_length; "
-                                          "every batch is padded to its own longest either way")
+    group_by_length: bool = group_by_length_option()
 
 
 def probability_rows(model, columns):

@@ -7,7 +7,7 @@ import numpy as np
 from keras_bert_lib.data import text_batches
 from keras_bert_lib.metrics import mrr_by_query
 from keras_bert_lib.models import CrossEncoder
-from keras_bert_lib.tasks.task import Serving, Task, TextsConfig, task_field
+from keras_bert_lib.tasks.task import Serving, Task, TextsConfig, group_by_length_option, task_field
 from keras_bert_lib.training.loop import option
 
 
@@ -29,9 +29,7 @@ class RerankConfig(TextsConfig):
     label_column: str = option("label", "column of the label: 1 relevant, 0 not")
     pooling: str = option("cls", "the [CLS] pooler, or the mean over tokens (models trained for mean pooling)",
                           choices=("cls", "mean"))
-    group_by_length: bool = option(False, "put texts of similar length in the same training batches (sorted "
-                                          "within windows of 32 batches), as transformers' group_by_length; "
-                                          "every batch is padded to its own longest either way")
+    group_by_length: bool = group_by_length_option()
 
 
 class Rerank(Task):

@@ -175,3 +175,23 @@ class Task(abc.ABC):
     def prediction_rows(cls, model, columns):
         """One dict per input row of `model`'s prediction: `columns` maps the names in
         `prediction_columns` to equal-length lists of strings."""
+
+
+def group_by_length_option():
+    """The `--group-by-length` setting of the tasks that train on batches of texts
+    (`data.text_batches`): off by default, as in transformers' Trainer.
+
+    Example:
+        ```python
+        import dataclasses
+        from keras_bert_lib.tasks.task import TextsConfig, group_by_length_option, task_field
+
+        @dataclasses.dataclass(frozen=True)
+        class MyConfig(TextsConfig):
+            task: str = task_field("mine")
+            group_by_length: bool = group_by_length_option()
+        ```
+    """
+    return option(False, "put texts of similar length in the same training batches (sorted within windows of 32 "
+                         "batches), as transformers' group_by_length; every batch is padded to its own longest "
+                         "either way")

@@ -69,3 +69,24 @@ def test_the_copy_is_made_again_when_the_weights_change_and_only_then(tmp_path):
     import keras
     loaded = keras.saving.load_model(tmp_path / "model.keras")
     assert loaded.inference_dtype == "bfloat16"
+
+
+def test_a_misspelt_inference_dtype_names_the_setting_and_the_choices():
+    with pytest.raises(ValueError, match=r"inference_dtype='bf16': use 'auto', None .* or a Keras dtype policy"):
+        choose_inference_dtype("bf16", "float32", 384, **BF16_CPU)
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax"])  # jax: the NumPy path other backends take
+def test_the_fingerprint_changes_with_any_assignment_bfloat16_weights_included(backend, monkeypatch):
+    import keras
+
+    from keras_bert_lib.models import with_dtype
+    from keras_bert_lib.models.dtype_copy import weights_fingerprint
+
+    encoder = with_dtype(bert_tiny(vocab_size=300, num_hidden_layers=1), "bfloat16")
+    monkeypatch.setattr(keras.backend, "backend", lambda: backend)
+    before = weights_fingerprint(encoder.weights)
+    assert weights_fingerprint(encoder.weights) == before
+    table = encoder.token_embedding.embeddings
+    table.assign(keras.ops.scatter_update(table, [[257]], keras.ops.ones((1, table.shape[1]), table.dtype)))
+    assert weights_fingerprint(encoder.weights) != before  # one row of the embedding table

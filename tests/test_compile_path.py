@@ -33,6 +33,28 @@ def test_accelerators_and_other_backends():
     assert not choose_jit_compile("float32", flags=ZEN4, accelerators=[], backend="torch")[0]
 
 
+def test_training_on_batches_of_varying_width_runs_in_the_graph_on_a_cpu_only():
+    for flags in (AVX2, ZEN4, SAPPHIRE_RAPIDS):  # XLA would compile each width anew, and steps no faster
+        jit, reason = choose_jit_compile("float32", flags=flags, accelerators=[], backend="tensorflow",
+                                         training_widths_vary=True)
+        assert jit is False and "varying width" in reason
+    assert choose_jit_compile("float32", flags=AVX2, accelerators=["GPU:0"], backend="tensorflow",
+                              training_widths_vary=True)[0]
+    assert choose_jit_compile("float32", flags=AVX2, accelerators=[], backend="jax", training_widths_vary=True)[0]
+
+
+def test_a_run_reads_whether_its_batches_vary_in_width_from_the_dataset():
+    import tensorflow as tf
+
+    from keras_bert_lib.training.loop import widths_vary
+
+    fixed = tf.data.Dataset.from_tensors(({"token_ids": tf.zeros((2, 16), tf.int32)}, tf.zeros(2)))
+    varying = tf.data.Dataset.from_generator(
+        lambda: iter([({"token_ids": tf.zeros((2, 8), tf.int32)}, tf.zeros(2))]),
+        output_signature=({"token_ids": tf.TensorSpec((None, None), tf.int32)}, tf.TensorSpec((None,))))
+    assert not widths_vary(fixed) and widths_vary(varying) and not widths_vary(None)
+
+
 def test_this_machines_flags_are_read():
     flags = cpu_flags()
     assert "sse2" in flags or not flags  # x86 Linux: read; elsewhere: empty

@@ -1,14 +1,15 @@
 """tf.data batches for fine-tuning: raw texts tokenized in the pipeline, (anchor, positive) pairs
 stacked for in-batch negatives, and packed feature arrays (answer spans, tags).
 
-Every batch is as wide as its longest row (rounded up to a multiple of 16), not the fixed
-`sequence_length`: real text is short and uneven, and a step then costs what its tokens cost.
-Training batches are shuffled anew each pass and repeated. With `group_by_length` the rows of a
-window of `WINDOW` batches are sorted by length, cut into batches and the batches shuffled, so
-that a batch holds texts of similar length, as transformers' `group_by_length` does (off by
-default there and here: on the suite's small data sets it cost learning, see `text_batches`).
-Held-out batches keep every row, sorted by length (fewer padded tokens; the metrics Keras
-reports do not depend on the order): to pair predictions with rows, predict the texts themselves.
+Every batch is as wide as its longest row, rounded up to a multiple of 8 (`MULTIPLE`), not the
+fixed `sequence_length`: real text is short and uneven, and a step then costs what its tokens
+cost. (Training steps on a CPU run in TensorFlow's graph, which takes any width at no cost;
+XLA compiles each of at most `sequence_length / 8` widths once.) Training batches are shuffled
+anew each pass and repeated. With `group_by_length` the rows of a window of `WINDOW` batches are
+sorted by their token count, cut into batches and the batches shuffled, so that a batch holds
+texts of similar length, as transformers' `group_by_length` does. Held-out batches keep every
+row, sorted by token count (fewer padded tokens; the metrics Keras reports do not depend on the
+order): to pair predictions with rows, predict the texts themselves.
 """
 
 import numpy as np
@@ -17,7 +18,8 @@ import tensorflow as tf
 from keras_bert_lib.text.packer import concat_rows
 
 WINDOW = 32  # batches whose rows are grouped by length together
-MULTIPLE = 16  # the widths of packed feature batches are multiples of this
+MULTIPLE = 8  # batch widths are multiples of this
+LENGTH_CHUNK = 4096  # texts tokenized at a time to count their tokens
 
 
 def _grouped_by_length(data, size, batch_size, seed, length):
@@ -32,21 +34,43 @@ def _grouped_by_length(data, size, batch_size, seed, length):
     return data.flat_map(by_length).shuffle(WINDOW, seed=seed)
 
 
-def _characters(texts, *_):
-    """A text's (or pair's) length in characters: the cheap proxy that sentence-transformers sorts by."""
-    if isinstance(texts, (tuple, list)):
-        return sum(tf.strings.length(t) for t in texts)
-    return tf.strings.length(texts)
+def token_counts(texts, preprocessor):
+    """The tokens each text (or pair) packs into, [CLS] and [SEP]s included, at most the
+    preprocessor's `sequence_length`: an int array, one entry per row.
+
+    Example:
+        ```python
+        from keras_bert_lib.data.task_batches import token_counts
+        from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer
+        vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "film"]
+        token_counts(["good film", "film"], BertPreprocessor(WordPieceTokenizer(vocab)))   # [4, 3]
+        ```
+    """
+    data = tf.data.Dataset.from_tensor_slices(texts).batch(LENGTH_CHUNK)
+    counts = [tf.reduce_sum(preprocessor(tuple(t) if isinstance(t, (tuple, list)) else t)["padding_mask"], 1)
+              for t in data]
+    return np.concatenate([c.numpy() for c in counts]) if counts else np.zeros(0, np.int32)
+
+
+def _cut_to_longest(features, *rest, multiple=MULTIPLE):
+    """A batch's features (and the parts of `rest` with the same token axis) cut to its longest
+    row's real tokens, rounded up to `multiple`."""
+    width = tf.shape(features["padding_mask"])[1]
+    longest = tf.reduce_max(tf.reduce_sum(features["padding_mask"], 1))
+    keep = tf.minimum((longest + multiple - 1) // multiple * multiple, width)
+    static = features["padding_mask"].shape[1]
+    per_token = lambda t: t[:, :keep] if t.shape.rank >= 2 and t.shape[1] == static else t  # noqa: E731
+    return tuple(tf.nest.map_structure(per_token, part) for part in (features, *rest))
 
 
 def text_batches(texts, targets, preprocessor, batch_size, training, seed=0, group_by_length=False):
     """Batches of (preprocessed ids, target): `texts` is a list of strings or a (texts, second
     texts) tuple of pairs; `targets` one row per text (class ids, scores, soft targets).
 
-    Each batch is padded to its own longest text. `group_by_length` also groups the training
-    rows by length (within windows of 32 batches), for fewer padded tokens again; measured on the
-    400 movie reviews it changed what 36 steps learn (a distilled student's agreement with its
-    teacher fell from 0.895 to 0.845), so it is a choice, as in transformers' Trainer.
+    Each batch is padded to its own longest text (a multiple of 8). `group_by_length` also
+    groups the training rows by their token count (within windows of 32 batches), as
+    transformers' `group_by_length` does, for fewer padded tokens again: on 2,000 movie reviews
+    30.7 tokens a row against 55.5 (docs/finetuning.md measures what it learns).
 
     Example:
         ```python
@@ -57,22 +81,27 @@ def text_batches(texts, targets, preprocessor, batch_size, training, seed=0, gro
         ids, label = next(iter(text_batches(["good film", "film"], [1, 0], preprocessor, 2, False)))
         ```
     """
-    if not training:  # sorted by length in characters, as sentence-transformers sorts
-        columns = [np.asarray(c, dtype=str) for c in (texts if isinstance(texts, tuple) else (texts,))]
-        order = np.argsort(sum(np.char.str_len(c) for c in columns), kind="stable")
-        texts = tuple(c[order] for c in columns) if isinstance(texts, tuple) else columns[0][order]
-        targets = np.asarray(targets)[order]
-    data = tf.data.Dataset.from_tensor_slices((texts, targets))
+    if isinstance(texts, list) and texts and isinstance(texts[0], (tuple, list)):
+        texts = tuple(list(column) for column in zip(*texts))
+    targets = np.asarray(targets)
+    lengths = token_counts(texts, preprocessor) if (group_by_length or not training) else None
+    if not training:  # sorted by token count, as sentence-transformers sorts
+        order = np.argsort(lengths, kind="stable")
+        texts = tuple(np.asarray(c, dtype=str)[order] for c in texts) if isinstance(texts, tuple) else \
+            np.asarray(texts, dtype=str)[order]
+        targets = targets[order]
     if training and group_by_length:
-        data = _grouped_by_length(data, len(targets), batch_size, seed, _characters)
+        data = tf.data.Dataset.from_tensor_slices((texts, targets, lengths))
+        data = _grouped_by_length(data, len(targets), batch_size, seed, lambda *window: window[-1])
     else:
+        data = tf.data.Dataset.from_tensor_slices((texts, targets))
         if training:
             data = data.shuffle(len(targets), seed=seed).repeat()
         data = data.batch(batch_size, drop_remainder=training)
 
     @tf.autograph.experimental.do_not_convert
-    def tokenize(texts, target):
-        return preprocessor(tuple(texts) if isinstance(texts, (tuple, list)) else texts), target
+    def tokenize(texts, target, *_):
+        return _cut_to_longest(preprocessor(tuple(texts) if isinstance(texts, (tuple, list)) else texts), target)
 
     return data.map(tokenize, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
@@ -108,7 +137,7 @@ def pair_batches(columns, preprocessor, batch_size, training, seed=0):
 def array_batches(inputs, labels, batch_size, training, seed=0, weights=None):
     """Batches of packed arrays (a dict of (N, T) ids, their labels and optional sample weights),
     for the features the span and token tasks make ahead (`squad_features`, `token_features`).
-    Each batch is cut to its longest row (a multiple of 16), and so are the labels and weights
+    Each batch is cut to its longest row (a multiple of 8), and so are the labels and weights
     that have a token axis; training batches are shuffled, not grouped by length.
 
     Example:
@@ -118,20 +147,13 @@ def array_batches(inputs, labels, batch_size, training, seed=0, weights=None):
         inputs = {"token_ids": np.ones((4, 64), "int32"), "padding_mask": np.ones((4, 64), "int32")}
         inputs["padding_mask"][:, 20:] = 0
         ids, labels = next(iter(array_batches(inputs, np.zeros((4, 64), "int32"), batch_size=2, training=False)))
-        ids["token_ids"].shape, labels.shape   # (2, 32), (2, 32)
+        ids["token_ids"].shape, labels.shape   # (2, 24), (2, 24)
         ```
     """
     data = tf.data.Dataset.from_tensor_slices((inputs, labels) if weights is None else (inputs, labels, weights))
-    width = next(iter(inputs.values())).shape[1]
     if training:  # not grouped by length: windows of a context are mostly full, and grouping cost the
         # cloze test (tests/runs/test_finetune_spans_run.py) 8 points of exact match in 48 steps
         data = data.shuffle(len(next(iter(inputs.values()))), seed=seed).repeat()
     data = data.batch(batch_size, drop_remainder=training)
 
-    def cut(features, *rest):
-        longest = tf.reduce_max(tf.reduce_sum(features["padding_mask"], 1))
-        keep = tf.minimum((longest + MULTIPLE - 1) // MULTIPLE * MULTIPLE, width)
-        per_token = lambda t: t[:, :keep] if t.shape.rank >= 2 and t.shape[1] == width else t  # noqa: E731
-        return tuple(tf.nest.map_structure(per_token, part) for part in (features, *rest))
-
-    return data.map(cut, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    return data.map(_cut_to_longest, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

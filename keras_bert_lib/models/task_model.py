@@ -97,6 +97,10 @@ class TaskModel(ChecksInputs, keras.Model):
     # bfloat16 weights on CPUs with AVX512-BF16 or AMX, the model's own dtype elsewhere; None pins
     # the model's own; a policy name picks one. Saved with the model.
     inference_dtype = "auto"
+    # What `predict` runs batches on: None, Keras (TensorFlow's XLA or graph); or an object with
+    # `batch_function(model)` → (id dict → outputs), such as `export.OpenVINORuntime()`. Not saved:
+    # a runtime is a choice of the machine that predicts.
+    runtime = None
 
     def _finish_init(self, encoder, preprocessor, trainable_blocks, uses_pooler):
         """The shared attributes, the regime, and the task's default compile (as keras-hub's
@@ -199,8 +203,9 @@ class TaskModel(ChecksInputs, keras.Model):
         preprocessor's `pad_to_multiple_of`, 16 by default), and the results come back in the
         caller's order; outputs with a token axis are padded back to the input's width (fill 0,
         or the masked value of span logits). It runs `inference_model()`: bfloat16 weights on CPUs
-        with AVX512-BF16 or AMX (`inference_dtype`). `steps`, `callbacks` or a dataset take Keras'
-        own loop, on this model, at the width the data has."""
+        with AVX512-BF16 or AMX (`inference_dtype`), or each batch on `runtime` where one is set
+        (`export.OpenVINORuntime()`). `steps`, `callbacks` or a dataset take Keras' own loop, on
+        this model, at the width the data has."""
         if _rows(x) == 0:  # Keras' predict cannot run zero steps: the outputs of one row, cut to none
             return keras.tree.map_structure(lambda a: a[:0], super().predict(self._ids(_one_row(x)), verbose=0))
         ids = self._ids(x)
@@ -213,8 +218,12 @@ class TaskModel(ChecksInputs, keras.Model):
             bar = keras.utils.Progbar(-(-len(ids["padding_mask"]) // batch_size), verbose=1 if verbose == "auto"
                                       else verbose, unit_name="batch")
         per_token = [len(o.shape) >= 2 and o.shape[1] is None for o in keras.tree.flatten(self.output)]
-        model = self.inference_model()
-        return predict_by_length(lambda batch: keras.Model.predict_on_batch(model, batch), ids, batch_size,
+        if self.runtime is not None:
+            run = self.runtime.batch_function(self)
+        else:
+            model = self.inference_model()
+            run = lambda batch: keras.Model.predict_on_batch(model, batch)  # noqa: E731
+        return predict_by_length(run, ids, batch_size,
                                  self._bucket_multiple(), per_token, self._padding_fill,
                                  None if bar is None else bar.update)
 

@@ -75,7 +75,8 @@ class LoopConfig:
                                                            "batches ('none': every batch)")
     dtype: str = option("float32", "Keras dtype policy", choices=DTYPES)
     strategy: str = option("auto", "tf.distribute strategy", choices=STRATEGIES)
-    jit_compile: bool = option(True, "compile training steps with XLA (bfloat16 on AVX512-BF16/AMX: graph)")
+    jit_compile: bool = option(True, "compile training steps with XLA where it pays (on a CPU, batches of varying "
+                                     "width or bfloat16 on AVX512-BF16/AMX run in TensorFlow's graph)")
     seed: int = option(0, "seed of the data split, instances, masks and initial weights")
 
     def __post_init__(self):
@@ -213,7 +214,8 @@ def train(config, build_model, train_data, held_out, baselines=None, loss="auto"
                                      config.steps, config.weight_decay, config.clipnorm,
                                      config.gradient_accumulation_steps,
                                      loss_scale=config.dtype == "mixed_float16")
-        model.compile(optimizer=optimizer, jit_compile=_jit_compile(config, strategy, model_width(model)),
+        model.compile(optimizer=optimizer, jit_compile=_jit_compile(config, strategy, model_width(model),
+                                                                    widths_vary(train_data)),
                       **({} if loss == "auto" else {"loss": loss}))
     mend_fit(model)
     out = config.output_dir
@@ -267,15 +269,38 @@ def backup_epoch(backup):
         return 0
 
 
-def _jit_compile(config, strategy, hidden_size=None):
-    """XLA unless several replicas share the CPU (XLA cannot place one program over logical CPUs)
-    or the steps run in bfloat16 on a CPU with bfloat16 kernels (`compile_path`: oneDNN's graph)."""
+def widths_vary(data):
+    """Whether the batches of `data` (a tf.data dataset of (features, ...)) differ in width: the
+    sequence axis of its `token_ids` (or of its first feature) is unknown.
+
+    Example:
+        ```python
+        import tensorflow as tf
+        from keras_bert_lib.training.loop import widths_vary
+        data = tf.data.Dataset.from_tensors(({"token_ids": tf.zeros((2, 16), tf.int32)}, tf.zeros(2)))
+        widths_vary(data)   # False
+        ```
+    """
+    spec = getattr(data, "element_spec", None)
+    if spec is None:
+        return False
+    features = spec[0] if isinstance(spec, tuple) else spec
+    first = features.get("token_ids", next(iter(features.values()))) if isinstance(features, dict) else features
+    shape = getattr(first, "shape", None)
+    return shape is not None and shape.rank is not None and shape.rank >= 2 and shape[1] is None
+
+
+def _jit_compile(config, strategy, hidden_size=None, training_widths_vary=False):
+    """XLA unless several replicas share the CPU (XLA cannot place one program over logical CPUs),
+    the steps run in bfloat16 on a CPU with bfloat16 kernels, or the batches vary in width on a CPU
+    (`compile_path`: TensorFlow's graph in both)."""
     if config.jit_compile and strategy.num_replicas_in_sync > 1 and not tf.config.list_logical_devices("GPU"):
         logger.warning("XLA is off: %d replicas on CPUs (XLA reads variables across logical CPU "
                        "devices and fails; on GPUs and TPUs it stays on).", strategy.num_replicas_in_sync)
         return False
     if config.jit_compile:
-        jit, reason = choose_jit_compile(config.dtype, hidden_size=hidden_size)
+        jit, reason = choose_jit_compile(config.dtype, hidden_size=hidden_size,
+                                         training_widths_vary=training_widths_vary)
         if not jit:
             logger.info("XLA is off: %s.", reason)
             return False

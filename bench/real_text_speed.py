@@ -66,7 +66,7 @@ def variants(texts, batch):
              "ours float32 (by length)": lambda: float32.predict(texts, batch_size=batch, verbose=0),
              "ours (fixed 128)": fixed_128,
              "sentence-transformers": lambda: st.encode(texts, batch_size=batch)}
-    found.update(other_runtimes(float32, texts, batch))
+    found.update(other_runtimes(float32, path, texts, batch))
     found.update(keras_hub_peer(float32, path, texts, batch))
     from transformers import AutoModel, AutoTokenizer
 
@@ -113,10 +113,10 @@ def by_length(run, ids, batch):
     return predict_by_length(embed, ids, batch, 16, [False], 0.0)
 
 
-def other_runtimes(model, texts, batch):
-    """Our encoder on ONNX Runtime (our ONNX export, float32) and on OpenVINO (converted from the
-    traced encoder; OpenVINO's default precision: bfloat16 on CPUs with AVX512-BF16 or AMX),
-    batched by length."""
+def other_runtimes(model, path, texts, batch):
+    """Our encoder on ONNX Runtime (our ONNX export, float32, batched by length as predict does),
+    and our SentenceEmbedder's predict with `runtime=OpenVINORuntime()` (OpenVINO's default
+    precision: bfloat16 on CPUs with AVX512-BF16 or AMX, float32 elsewhere)."""
     import tempfile
 
     from keras_bert_lib.export import export_onnx
@@ -129,24 +129,19 @@ def other_runtimes(model, texts, batch):
     ort = onnx_runner(onnx_file)
     found["ours on ONNX Runtime (float32)"] = lambda: by_length(lambda b: ort(b)["sequence_output"], ids, batch)
     try:
-        import openvino
-        import tensorflow as tf
+        import openvino  # noqa: F401
     except ImportError:
-        print("(OpenVINO left out: pip install openvino)")
+        print('(OpenVINO left out: pip install -e ".[openvino]")')
         return found
-    # OpenVINO reads the encoder's traced TensorFlow function (its ONNX reader rejects our ONNX file's
-    # batch broadcast, and its SavedModel reader our variables): OpenVINO's own TensorFlow front end
-    spec = {k: tf.TensorSpec((None, None), tf.int32, name=k) for k in ("token_ids", "segment_ids", "padding_mask")}
-    traced = tf.function(lambda b: model.encoder(b, training=False)["sequence_output"]).get_concrete_function(spec)
-    compiled = openvino.Core().compile_model(openvino.convert_model(traced), "CPU")
-    precision = compiled.get_property("INFERENCE_PRECISION_HINT")
-    order = [next((k for k in spec if k in i.get_any_name()), "segment_ids") for i in compiled.inputs]
-    request = compiled.create_infer_request()
+    from keras_bert_lib import SentenceEmbedder
+    from keras_bert_lib.export import OpenVINORuntime
 
-    def run(b):
-        return next(iter(request.infer([b[k] for k in order]).values()))
-
-    found[f"ours on OpenVINO ({precision})"] = lambda: by_length(run, ids, batch)
+    # The library's own path: predict (by length, the caller's order) with each batch on OpenVINO
+    on_openvino = SentenceEmbedder.from_checkpoint(path, sequence_length=128)
+    on_openvino.runtime = OpenVINORuntime()
+    on_openvino.predict(texts[:2], verbose=0)  # converts and compiles: the precision is known after
+    found[f"ours, runtime=OpenVINORuntime() ({on_openvino.runtime.precision})"] = \
+        lambda: on_openvino.predict(texts, batch_size=batch, verbose=0)
     return found
 
 

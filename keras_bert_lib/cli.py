@@ -5,7 +5,7 @@
     keras-bert pretrain [--corpus FILE ...] [--steps N] ...
     keras-bert finetune TASK --checkpoint DIR --train FILE --validation FILE ...   (TASK: keras_bert_lib.tasks)
     keras-bert distill --teacher RUN_DIR --train FILE --validation FILE ...
-    keras-bert export MODEL --format saved_model|tflite|onnx [--output PATH] ...
+    keras-bert export MODEL --format saved_model|tflite|onnx|openvino [--output PATH] ...
     keras-bert attention CHECKPOINT TEXT [--pair TEXT] [--output DIR]
 
 The console script enters through `keras_bert_cli.main`, which answers `--help` before TensorFlow
@@ -20,7 +20,7 @@ import sys
 
 from keras_bert_cli import add_config_flags, build_parser, positive
 from keras_bert_lib.config import PRESETS
-from keras_bert_lib.export import export_all, format_report, load_model_file, parity_report
+from keras_bert_lib.export import FORMATS, export_all, format_report, load_model_file, parity_report
 from keras_bert_lib.export.signatures import check_batch
 from keras_bert_lib.models import load_checkpoint
 from keras_bert_lib.models.summary import summarize
@@ -66,11 +66,11 @@ def main(argv=None) -> int:
     add_config_flags(commands["distill"], DistillConfig)
     export = commands["export"]
     export.add_argument("model", help="a .keras file, or a run folder holding model.keras")
-    export.add_argument("--format", required=True, action="append", choices=["saved_model", "tflite", "onnx"],
+    export.add_argument("--format", required=True, action="append", choices=list(FORMATS),
                         help="what to write; repeat the flag for several (required)")
     export.add_argument("--output", default="exported", help="folder for the artefacts: <output>/saved_model/"
-                                                             "<version>/, <output>/model.tflite, <output>/model.onnx "
-                                                             "(default: exported)")
+                                                             "<version>/, <output>/model.tflite, <output>/model.onnx, "
+                                                             "<output>/openvino/model.xml (default: exported)")
     export.add_argument("--version", type=positive, default=1, help="the SavedModel's TF Serving version (default: 1)")
     export.add_argument("--pair", action="store_true",
                         help="two string inputs, text and text_pair, for a classifier of pairs (default: what the "

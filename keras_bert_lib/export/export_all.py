@@ -7,11 +7,13 @@ import keras
 
 from keras_bert_lib.export.isolated import export_isolated
 from keras_bert_lib.export.onnx import export_onnx
+from keras_bert_lib.export.openvino import export_openvino
 from keras_bert_lib.export.saved_model import export_saved_model
 from keras_bert_lib.export.tflite import export_tflite
 from keras_bert_lib.file_checks import check_writable_folder
 
-FORMATS = ("saved_model", "tflite", "onnx")
+FORMATS = ("saved_model", "tflite", "onnx", "openvino")
+DEFAULT_FORMATS = ("saved_model", "tflite", "onnx")  # OpenVINO is an extra of its own
 QUANTIZATIONS = (None, "float16", "dynamic_int8")
 
 
@@ -56,20 +58,21 @@ def check_export_target(output, formats=FORMATS, version=1, flag="--output"):
                          f"--version {version + 1}, or delete the folder.")
 
 
-def export_all(model, output, formats=FORMATS, quantize=(None,), version=1, pair=None, text=True, optimize=True,
+def export_all(model, output, formats=DEFAULT_FORMATS, quantize=(None,), version=1, pair=None, text=True, optimize=True,
                model_path=None, log=None):
     """Writes each of `formats` into `output`, every file checked against the Keras model as it
     is made; returns {artefact: path}, the keys `parity_report` takes.
 
     `output/saved_model/<version>/` (TF Serving), `output/model[_<quantize>].tflite`,
-    `output/model[_int8].onnx`. Each of `quantize` gives a TFLite and (but for float16) an ONNX
+    `output/model[_int8].onnx`, `output/openvino/model.xml` (and `.bin`; float32 weights, the
+    `openvino` extra). Each of `quantize` gives a TFLite and (but for float16) an ONNX
     file. With several TFLite/ONNX files and `model_path` (the model's `.keras` file), each
     conversion runs in a fresh process (`export_isolated`: TFLite's converter leaks memory).
 
     Args:
         model: a task model or encoder.
         output: str. The folder (made if needed; checked first by `check_export_target`).
-        formats: some of "saved_model", "tflite", "onnx".
+        formats: some of "saved_model", "tflite", "onnx", "openvino".
         quantize: some of None, "float16" (TFLite only), "dynamic_int8".
         version: int. The SavedModel's TF Serving version.
         pair: None, or True for a classifier of text pairs (two string inputs).
@@ -119,4 +122,8 @@ def export_all(model, output, formats=FORMATS, quantize=(None,), version=1, pair
         say(f"{fmt}{' ' + q if q else ''}: {info['path']}" +
             (f" in {info['seconds']:.1f} s; fused operators: {fused or 'none'}" if fmt == "onnx" else ""))
         exported[f"{fmt} {q}" if q else fmt] = info["path"]
+    if "openvino" in formats:
+        info = export_openvino(model, os.path.join(output, "openvino", "model.xml"))
+        say(f"openvino: {info['path']} in {info['seconds']:.1f} s; computes in {info['precision']} on this CPU")
+        exported["openvino"] = info["path"]
     return exported

@@ -15,10 +15,10 @@ def _size(path):
 
 
 def runner(path, text=False):
-    """A function ids → {name: array} for a SavedModel folder, a .tflite or an .onnx file, loaded
+    """A function ids → {name: array} for a SavedModel folder, a .tflite, .onnx or OpenVINO .xml file, loaded
     once (the parity report's latencies are steady-state calls, not session set-up). With
     `text=True`, the function of its string signature (`serving_default`: {"text": strings, …}),
-    or None where the artefact takes ids only (ONNX, an ids-only file).
+    or None where the artefact takes ids only (ONNX, OpenVINO, an ids-only file).
 
     Example:
         ```python
@@ -36,6 +36,10 @@ def runner(path, text=False):
         from keras_bert_lib.export.onnx import onnx_runner
 
         return None if text else onnx_runner(path)
+    if os.fspath(path).endswith(".xml"):
+        from keras_bert_lib.export.openvino import openvino_runner
+
+        return None if text else openvino_runner(path)
     import tensorflow as tf
 
     loaded = tf.saved_model.load(os.fspath(path))
@@ -68,7 +72,7 @@ def parity_report(model, exported, inputs, repeats=5, labels=None, timed_rows=8,
 
     Args:
         model: the Keras task model or encoder that was exported.
-        exported: dict name → path (a SavedModel version folder, a `.tflite` or an `.onnx` file).
+        exported: dict name → path (a SavedModel version folder, a `.tflite`, `.onnx` or OpenVINO `.xml` file).
         inputs: the id dict (`token_ids`, `segment_ids`, `padding_mask`), numpy int32.
         labels: optional int array (B,): the true classes of a classifier's rows.
         texts: optional dict {"text": strings (B,)[, "text_pair": strings]} of the same rows.

@@ -218,13 +218,13 @@ class TaskModel(ChecksInputs, keras.Model):
             bar = keras.utils.Progbar(-(-len(ids["padding_mask"]) // batch_size), verbose=1 if verbose == "auto"
                                       else verbose, unit_name="batch")
         per_token = [len(o.shape) >= 2 and o.shape[1] is None for o in keras.tree.flatten(self.output)]
-        if self.runtime is not None:
-            run = self.runtime.batch_function(self)
+        multiple = self._bucket_multiple()
+        if self.runtime is not None:  # one program for every width: batches cut closer
+            run, multiple = self.runtime.batch_function(self), getattr(self.runtime, "width_multiple", multiple)
         else:
             model = self.inference_model()
             run = lambda batch: keras.Model.predict_on_batch(model, batch)  # noqa: E731
-        return predict_by_length(run, ids, batch_size,
-                                 self._bucket_multiple(), per_token, self._padding_fill,
+        return predict_by_length(run, ids, batch_size, multiple, per_token, self._padding_fill,
                                  None if bar is None else bar.update)
 
     def _bucket_multiple(self):

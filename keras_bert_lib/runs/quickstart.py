@@ -14,7 +14,7 @@ import numpy as np
 
 from keras_bert_lib.atomic_write import atomic_write_text
 from keras_bert_lib.data import movie_reviews, read_examples
-from keras_bert_lib.export import FORMATS, export_all, load_model_file, parity_report
+from keras_bert_lib.export import DEFAULT_FORMATS, FORMATS, export_all, load_model_file, parity_report
 from keras_bert_lib.runs.finetune import finetune_config, run_finetuning
 from keras_bert_lib.training.loop import option
 
@@ -39,7 +39,7 @@ class QuickstartConfig:
     label_column: str = option("label", "column of the label")
     epochs: int = option(2, "passes over the training texts")
     batch_size: int = option(16, "texts per training step")
-    formats: list = option(list(FORMATS), "what to export", choices=FORMATS)
+    formats: list = option(list(DEFAULT_FORMATS), "what to export (openvino: the openvino extra)", choices=FORMATS)
     optimize: bool = option(True, "ONNX: ONNX Runtime's transformer optimiser (fuses attention, GELU, LayerNorm)")
     overwrite: bool = option(False, "train again even if the folder holds a finished run")
 

@@ -158,8 +158,6 @@ class OpenVINORuntime:
         ```
     """
 
-    width_multiple = 8  # one program takes every width: `predict` cuts batches to a multiple of 8, not 16
-
     def __init__(self, threads=None):
         self.threads = threads
         self.precision = None

@@ -24,7 +24,7 @@ def bucket_width(longest, multiple, cap):
     return int(min(cap, -(-max(int(longest), 1) // multiple) * multiple))
 
 
-def length_batches(padding_mask, batch_size, multiple=16):
+def length_batches(padding_mask, batch_size, multiple=8):
     """[(row indices, width)]: the rows sorted by length (stable), cut into batches of
     `batch_size`, each with the width of its longest row rounded up to `multiple`.
 
@@ -33,7 +33,7 @@ def length_batches(padding_mask, batch_size, multiple=16):
         import numpy as np
         from keras_bert_lib.models.length_buckets import length_batches
         mask = np.array([[1] * 30 + [0] * 98, [1] * 5 + [0] * 123, [1] * 7 + [0] * 121])
-        [(list(rows), width) for rows, width in length_batches(mask, 2)]   # [([1, 2], 16), ([0], 32)]
+        [(list(rows), width) for rows, width in length_batches(mask, 2)]   # [([1, 2], 8), ([0], 32)]
         ```
     """
     mask = np.asarray(padding_mask)
@@ -92,11 +92,11 @@ class LengthBatches(keras.utils.PyDataset):
         from keras_bert_lib.models.length_buckets import LengthBatches
         mask = np.array([[1] * 3 + [0] * 29, [1] * 20 + [0] * 12])
         data = LengthBatches({"padding_mask": mask}, np.array([0, 1]), None, batch_size=1)
-        [x["padding_mask"].shape for x, _ in (data[0], data[1])]   # [(1, 16), (1, 32)]
+        [x["padding_mask"].shape for x, _ in (data[0], data[1])]   # [(1, 8), (1, 24)]
         ```
     """
 
-    def __init__(self, ids, targets, sample_weight, batch_size, multiple=16):
+    def __init__(self, ids, targets, sample_weight, batch_size, multiple=8):
         super().__init__()
         self.ids, self.targets, self.sample_weight = ids, targets, sample_weight
         self.width = ids["padding_mask"].shape[1]

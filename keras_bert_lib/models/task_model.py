@@ -200,7 +200,7 @@ class TaskModel(ChecksInputs, keras.Model):
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """Keras' `predict`, by length: texts (or id rows) are sorted by their token count, batched
         with rows of similar length, each batch cut to its bucket's width (a multiple of the
-        preprocessor's `pad_to_multiple_of`, 16 by default), and the results come back in the
+        preprocessor's `pad_to_multiple_of`, 8 by default), and the results come back in the
         caller's order; outputs with a token axis are padded back to the input's width (fill 0,
         or the masked value of span logits). It runs `inference_model()`: bfloat16 weights on CPUs
         with AVX512-BF16 or AMX (`inference_dtype`), or each batch on `runtime` where one is set
@@ -218,18 +218,17 @@ class TaskModel(ChecksInputs, keras.Model):
             bar = keras.utils.Progbar(-(-len(ids["padding_mask"]) // batch_size), verbose=1 if verbose == "auto"
                                       else verbose, unit_name="batch")
         per_token = [len(o.shape) >= 2 and o.shape[1] is None for o in keras.tree.flatten(self.output)]
-        multiple = self._bucket_multiple()
-        if self.runtime is not None:  # one program for every width: batches cut closer
-            run, multiple = self.runtime.batch_function(self), getattr(self.runtime, "width_multiple", multiple)
+        if self.runtime is not None:
+            run = self.runtime.batch_function(self)
         else:
             model = self.inference_model()
             run = lambda batch: keras.Model.predict_on_batch(model, batch)  # noqa: E731
-        return predict_by_length(run, ids, batch_size, multiple, per_token, self._padding_fill,
+        return predict_by_length(run, ids, batch_size, self._bucket_multiple(), per_token, self._padding_fill,
                                  None if bar is None else bar.update)
 
     def _bucket_multiple(self):
         """The widths `predict` and `evaluate` cut batches to are multiples of this."""
-        return getattr(self.preprocessor, "pad_to_multiple_of", None) or 16
+        return getattr(self.preprocessor, "pad_to_multiple_of", None) or 8
 
     def inference_model(self):
         """The model `predict` runs: this one, or (`inference_dtype`) a copy whose encoder holds

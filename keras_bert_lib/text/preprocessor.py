@@ -16,8 +16,8 @@ class BertPreprocessor(keras.layers.Layer):
     string tensor — gives (B, T); a sentence pair is a tuple `(first, second)` of those. Anything
     else (a 2-D array, a number) is an error that says so.
 
-    By default a batch is as wide as its longest text, rounded up to a multiple of 16 (so a
-    compiled model sees at most `sequence_length / 16` shapes): real text is short and uneven,
+    By default a batch is as wide as its longest text, rounded up to a multiple of 8 (so a
+    compiled model sees at most `sequence_length / 8` shapes): real text is short and uneven,
     and each text's outputs are the same as at a fixed width (padding is masked out).
     `padding="max_length"` gives every batch `sequence_length` columns (static shapes, for TPUs
     and for files that want them).
@@ -28,7 +28,7 @@ class BertPreprocessor(keras.layers.Layer):
             longer ones are cut (at most the encoder's positions, 512 for BERT).
         truncate: "round_robin" or "waterfall" (see BertPacker).
         padding: "longest" (default) or "max_length", HuggingFace's words.
-        pad_to_multiple_of: int or None. With "longest", widths are multiples of it (default 16).
+        pad_to_multiple_of: int or None. With "longest", widths are multiples of it (default 8).
     Call arguments:
         inputs: a string or a batch of strings, or a tuple (first, second) of them for pairs.
     Returns:
@@ -47,7 +47,7 @@ class BertPreprocessor(keras.layers.Layer):
     """
 
     def __init__(self, tokenizer, sequence_length=128, truncate="round_robin", padding="longest",
-                 pad_to_multiple_of=16, **kwargs):
+                 pad_to_multiple_of=8, **kwargs):
         super().__init__(**kwargs)
         if isinstance(tokenizer, dict):
             tokenizer = keras.saving.deserialize_keras_object(tokenizer)

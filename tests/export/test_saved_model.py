@@ -151,13 +151,13 @@ def test_an_existing_version_is_never_overwritten_and_a_failed_export_leaves_not
 
 
 def test_raw_strings_are_padded_to_the_requests_longest(tmp_path):
-    """A request of short texts runs at 16 columns, one of long texts at sequence_length (the
+    """A request of short texts runs at 8 columns, one of long texts at sequence_length (the
     per-token logits show the width the served model computed); real tokens' logits are Keras'."""
     model = TokenClassifier(_tiny(), ["O", "B-X", "I-X"], preprocessor=_preprocessor(128))
     model.inference_dtype = None  # the export is float32: compare with float32
     served = tf.saved_model.load(export_saved_model(model, tmp_path / "tagger")).signatures["serving_default"]
     short = served(text=tf.constant(["good film"] * 8))["logits"].numpy()
     long = served(text=tf.constant(["good film " * 80] * 8))["logits"].numpy()
-    assert short.shape[1] == 16 and long.shape[1] == 128
+    assert short.shape[1] == 8 and long.shape[1] == 128
     want = model.predict(["good film"] * 8, verbose=0)
     np.testing.assert_allclose(short[:, :4], want[:, :4], atol=1e-5)  # [CLS] good film [SEP]

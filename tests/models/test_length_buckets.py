@@ -34,12 +34,12 @@ def test_the_preprocessor_pads_to_the_longest_rounded_up_and_keeps_every_token()
     a, b = longest(TEXTS), fixed(TEXTS)
     width = a["token_ids"].shape[1]
     lengths = b["padding_mask"].numpy().sum(1)
-    assert width == bucket_width(lengths.max(), 16, 128) < 128 and width % 16 == 0
+    assert width == bucket_width(lengths.max(), 8, 128) < 128 and width % 8 == 0
     for k in a:
         np.testing.assert_array_equal(a[k].numpy(), b[k].numpy()[:, :width])
     assert not b["padding_mask"].numpy()[:, width:].any()  # what was cut is padding only
     short = longest(["a film"])
-    assert short["token_ids"].shape == (1, 16)  # 4 tokens, one multiple of 16
+    assert short["token_ids"].shape == (1, 8)  # 4 tokens, one multiple of 8
     cut = _preprocessor(length=20)(["word " * 100])
     assert cut["token_ids"].shape == (1, 20)  # sequence_length still caps
 
@@ -50,8 +50,8 @@ def test_batches_by_length_cover_every_row_once_at_their_bucket():
     rows = np.concatenate([r for r, _ in batches])
     assert sorted(rows) == list(range(300))
     for r, width in batches:
-        assert width % 16 == 0 and mask[r].sum(1).max() <= width <= 128
-        assert width - mask[r].sum(1).max() < 16
+        assert width % 8 == 0 and mask[r].sum(1).max() <= width <= 128
+        assert width - mask[r].sum(1).max() < 8
 
 
 @pytest.mark.parametrize("kind", ["classifier", "embedder", "cross_encoder", "tagger"])
@@ -93,6 +93,6 @@ def test_forty_lengths_compile_at_most_once_per_bucket():
     for _ in range(2):
         embedder.predict(texts, batch_size=4, verbose=0)
     buckets = {width for _, width in length_batches(_preprocessor()(texts)["padding_mask"].numpy(), 4)}
-    assert len(buckets) == 8
+    assert 8 <= len(buckets) <= 16  # widths among 8, 16, ..., 128
     program = embedder.inference_model()  # the float32 model, or its bfloat16 copy on bfloat16 CPUs
     assert program.predict_function.experimental_get_tracing_count() <= len(buckets)

@@ -82,10 +82,10 @@ def test_a_list_is_a_batch_a_tuple_is_a_pair_and_anything_else_is_refused(vocab_
 
     preprocess = BertPreprocessor(WordPieceTokenizer(vocab_path), sequence_length=12)
     batch = preprocess(["hello world", "good morning", "hi"])
-    assert batch["token_ids"].shape == (3, 12) and not batch["segment_ids"].numpy().any()
-    assert preprocess(np.array(["hello world", "good morning"]))["token_ids"].shape == (2, 12)
+    assert batch["token_ids"].shape == (3, 8) and not batch["segment_ids"].numpy().any()  # the longest, 4, to 8
+    assert preprocess(np.array(["hello world", "good morning"]))["token_ids"].shape == (2, 8)
     pair = preprocess(("hello world", "good morning"))
-    assert pair["token_ids"].shape == (12,) and pair["segment_ids"].numpy().max() == 1
+    assert pair["token_ids"].shape == (8,) and pair["segment_ids"].numpy().max() == 1
     with pytest.raises(ValueError, match="not a 2-D array"):
         preprocess(np.array([["hello", "world"]]))
     with pytest.raises(ValueError, match="takes strings"):

@@ -75,7 +75,8 @@ def test_the_tokenizers_fallback_gives_the_same_ids(vocab_path, reference_lines)
 def test_sinan_packs_as_in_the_reference(vocab_path):
     """reference.md: "Sinan loves a beautiful day" → [CLS] sin ##an loves a beautiful day [SEP]."""
     tokenizer = WordPieceTokenizer(vocab_path)
-    out = BertPreprocessor(tokenizer, sequence_length=10)(tf.constant(["Sinan loves a beautiful day"]))
+    preprocess = BertPreprocessor(tokenizer, sequence_length=10, padding="max_length")
+    out = preprocess(tf.constant(["Sinan loves a beautiful day"]))
     tokens = [
         tokenizer.id_to_token(i) for i, m in zip(out["token_ids"][0].numpy(), out["padding_mask"][0].numpy()) if m
     ]

@@ -1,6 +1,6 @@
 """The exported SavedModel on raw strings: a batch of 8 short queries against a batch of 8 texts
 of about 120 tokens, through TF Serving's `serving_default` signature (each request padded to its
-own longest text, a multiple of 16).
+own longest text, a multiple of the preprocessor's pad_to_multiple_of, 8 by default).
 
     python bench/saved_model_lengths.py [--rounds 30]
 

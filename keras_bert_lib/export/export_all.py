@@ -1,5 +1,6 @@
 """Every export at once: a model file → a SavedModel, TFLite and ONNX files, checked, in one folder."""
 
+import importlib.util
 import os
 import warnings
 
@@ -82,7 +83,7 @@ def export_all(model, output, formats=DEFAULT_FORMATS, quantize=(None,), version
         log: a function of one line (say `print`) told of each artefact as it is written, or None.
     Raises:
         ValueError: an unknown format or quantization, float16 for ONNX alone, an output that
-            cannot take the files (before any conversion).
+            cannot take the files, OpenVINO not installed (before any conversion).
     Example:
         ```python
         import tempfile
@@ -100,6 +101,9 @@ def export_all(model, output, formats=DEFAULT_FORMATS, quantize=(None,), version
     if "onnx" in formats and not onnx_quantize:
         raise ValueError("float16 quantization is for TFLite; ONNX takes none or dynamic_int8.")
     check_export_target(output, formats, version)
+    if "openvino" in formats and importlib.util.find_spec("openvino") is None:
+        raise ValueError('--format openvino needs OpenVINO: pip install "keras-bert-lib[openvino]". '
+                         "Nothing was written.")
     jobs = [("tflite", q) for q in quantize if "tflite" in formats] + \
            [("onnx", q) for q in onnx_quantize if "onnx" in formats]
     isolate = len(jobs) > 1 and model_path is not None

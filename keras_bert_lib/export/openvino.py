@@ -134,7 +134,6 @@ def openvino_runner(path, threads=None):
     return lambda ids: dict(zip(names, run(ids)))
 
 
-@keras.saving.register_keras_serializable(package="keras_bert_lib")
 class OpenVINORuntime:
     """Runs a task model's `predict` on OpenVINO instead of TensorFlow: set it as the model's
     `runtime`. `predict` keeps its contract (by length, the caller's order, the same outputs);
@@ -144,6 +143,8 @@ class OpenVINORuntime:
     OpenVINO computes in bfloat16 on CPUs with AVX512-BF16 or AMX and in float32 elsewhere
     (`precision` says which after the first call). Measured against the default runtime in
     docs/text.md: pick it where it is faster on your CPU and your texts.
+
+    A runtime is the predicting machine's choice, not the model's: it is not saved with the model.
 
     Args:
         threads: int or None. CPU threads (None: OpenVINO's default, every core).
@@ -176,10 +177,3 @@ class OpenVINORuntime:
             self.precision = run.precision
             self._compiled = (stamp, lambda ids: keras.tree.pack_sequence_as(structure, run(ids)))
         return self._compiled[1]
-
-    def get_config(self):
-        return {"threads": self.threads}
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)

@@ -110,3 +110,14 @@ def test_the_runtime_compiles_again_when_the_weights_change():
     embedder.runtime, embedder.inference_dtype = None, None
     _close(after, embedder.predict(TEXTS[:4], verbose=0), precision)  # the new weights' outputs
     assert not np.allclose(before, after, atol=1e-4)
+
+
+def test_without_openvino_the_export_says_what_to_install_before_writing_anything(tmp_path, monkeypatch):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "openvino" else find_spec(name, *a))
+    with pytest.raises(ValueError, match=r'pip install "keras-bert-lib\[openvino\]"'):
+        export_all(kb.bert_tiny(**SMALL), tmp_path / "out", formats=["saved_model", "openvino"])
+    assert not (tmp_path / "out" / "saved_model").exists()

@@ -81,8 +81,6 @@ def text_batches(texts, targets, preprocessor, batch_size, training, seed=0, gro
         ids, label = next(iter(text_batches(["good film", "film"], [1, 0], preprocessor, 2, False)))
         ```
     """
-    if isinstance(texts, list) and texts and isinstance(texts[0], (tuple, list)):
-        texts = tuple(list(column) for column in zip(*texts))
     targets = np.asarray(targets)
     lengths = token_counts(texts, preprocessor) if (group_by_length or not training) else None
     if not training:  # sorted by token count, as sentence-transformers sorts

@@ -179,7 +179,9 @@ class Task(abc.ABC):
 
 def group_by_length_option():
     """The `--group-by-length` setting of the tasks that train on batches of texts
-    (`data.text_batches`): off by default, as in transformers' Trainer.
+    (`data.text_batches`): on by default (`--no-group-by-length` turns it off; transformers'
+    Trainer has it off): on the movie reviews it made an epoch 1.45x faster and learned as much
+    over 3 seeds (docs/finetuning.md).
 
     Example:
         ```python
@@ -192,6 +194,6 @@ def group_by_length_option():
             group_by_length: bool = group_by_length_option()
         ```
     """
-    return option(False, "put texts of similar length in the same training batches (sorted within windows of 32 "
+    return option(True, "put texts of similar length in the same training batches (sorted within windows of 32 "
                          "batches), as transformers' group_by_length; every batch is padded to its own longest "
                          "either way")

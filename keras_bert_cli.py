@@ -47,6 +47,17 @@ COMMANDS = (
      "in ONNX Runtime; openvino is the ids signature as OpenVINO IR (the openvino extra), checked in OpenVINO. "
      "Prints the parity table against the Keras model (max difference, cosine, agreement, "
      "size, median latency)."),
+    ("predict", "run a fine-tuned model over files of text: one output row per input row, resumable",
+     "Runs a fine-tuning run's model (its folder) or an exported SavedModel over .txt (one text per line), .csv, "
+     ".tsv, .jsonl or .parquet files, streaming, and writes one row per input row, in input order, with its row "
+     "number: labels and scores, entities with character offsets, answers with score and offsets, or scores. "
+     "Output is .jsonl, .csv or .parquet, written in shards: killed, the same command continues after the last "
+     "finished shard. A row whose text is null or not UTF-8 gets an error field."),
+    ("embed", "embed files of text with a checkpoint, an embed run or its export: .npy, .parquet, .jsonl, .csv",
+     "Embeds every row of .txt, .csv, .tsv, .jsonl or .parquet files with a checkpoint folder (mean-pooled, "
+     "L2-normalised, as sentence-transformers), an embed run's folder or its SavedModel, streaming, in input "
+     "order. Output is .npy (one row per input row), .parquet, .jsonl or .csv, written in shards: killed, the "
+     "same command continues after the last finished shard."),
     ("attention", "draw a checkpoint's attention on a text or a pair: a PNG and an offline HTML page",
      "Runs a checkpoint folder on one text (or a pair) and writes <output>/attention.png (one layer's heads as "
      "heat maps on one colour scale) and <output>/attention.html (every layer and head: a head view and a "

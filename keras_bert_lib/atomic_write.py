@@ -1,5 +1,6 @@
 """Atomic file writes: a temporary file beside the target, then a rename."""
 
+import contextlib
 import os
 import tempfile
 
@@ -15,17 +16,39 @@ def atomic_write_text(path, text):
         atomic_write_text(os.path.join(tempfile.mkdtemp(), "notes.txt"), "hello\\n")
         ```
     """
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") if isinstance(text, bytes) else open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+
+
+@contextlib.contextmanager
+def atomic_path(path):
+    """A temporary path beside `path` to write in any way (a Parquet writer, a memory-mapped
+    array); it becomes `path` when the block ends, and is deleted if the block raises.
+
+    Example:
+        ```python
+        import os, tempfile
+        import numpy as np
+        from keras_bert_lib.atomic_write import atomic_path
+        target = os.path.join(tempfile.mkdtemp(), "vectors.npy")
+        with atomic_path(target) as tmp:
+            with open(tmp, "wb") as f:
+                np.save(f, np.zeros((2, 3)))
+        ```
+    """
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}-")
+    os.close(fd)
     try:
-        with (os.fdopen(fd, "wb") if isinstance(text, bytes) else os.fdopen(fd, "w", encoding="utf-8")) as f:
-            f.write(text)
+        yield tmp
         # mkstemp makes the file private (0600); give it the mode an open() would have.
         os.chmod(tmp, os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
-        os.unlink(tmp)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
         raise
 
 

@@ -6,6 +6,8 @@
     keras-bert finetune TASK --checkpoint DIR --train FILE --validation FILE ...   (TASK: keras_bert_lib.tasks)
     keras-bert distill --teacher RUN_DIR --train FILE --validation FILE ...
     keras-bert export MODEL --format saved_model|tflite|onnx|openvino [--output PATH] ...
+    keras-bert predict MODEL INPUT [INPUT ...] --output OUT [--text-column NAME] ...
+    keras-bert embed MODEL INPUT [INPUT ...] --output OUT [--text-column NAME] ...
     keras-bert attention CHECKPOINT TEXT [--pair TEXT] [--output DIR]
 
 The console script enters through `keras_bert_cli.main`, which answers `--help` before TensorFlow
@@ -20,6 +22,7 @@ import sys
 
 from keras_bert_cli import add_config_flags, build_parser, positive
 from keras_bert_lib.config import PRESETS
+from keras_bert_lib.corpus import run_corpus_job
 from keras_bert_lib.export import FORMATS, export_all, format_report, load_model_file, parity_report
 from keras_bert_lib.export.signatures import check_batch
 from keras_bert_lib.models import load_checkpoint
@@ -86,6 +89,8 @@ def main(argv=None) -> int:
                              "LayerNorm (default: optimise)")
     export.add_argument("--length", type=positive, default=128,
                         help="tokens per row of the parity batch (default: 128)")
+    for name in ("predict", "embed"):
+        _corpus_flags(commands[name], name)
     attention = commands["attention"]
     attention.add_argument("checkpoint", help="a checkpoint folder that load_checkpoint and load_preprocessor read")
     attention.add_argument("text", help="the text (sentence A)")
@@ -100,7 +105,8 @@ def main(argv=None) -> int:
                            help="tokens the model reads; a longer text is cut (default: 128)")
     args = parser.parse_args(argv)
     return {"summary": _summary, "quickstart": _quickstart, "pretrain": _pretrain, "finetune": _finetune,
-            "distill": _distill, "export": _export, "attention": _attention}[args.command](args)
+            "distill": _distill, "export": _export, "attention": _attention, "predict": _corpus,
+            "embed": _corpus}[args.command](args)
 
 
 def _summary(args):
@@ -194,6 +200,46 @@ def _export(args):
         print(f"keras-bert export: {e}", file=sys.stderr)
         return 2
     print(format_report(parity_report(model, exported, check_batch(model, batch=8, length=args.length))))
+    return 0
+
+
+def _corpus_flags(parser, command):
+    models = ("a fine-tuning run's folder (or its model.keras) or an exported SavedModel folder" if command == "predict"
+              else "a checkpoint folder (Google TF1 or HuggingFace), an embed run's folder or its SavedModel")
+    parser.add_argument("model", help=models)
+    parser.add_argument("inputs", nargs="+", metavar="INPUT",
+                        help="files or globs: .txt (one text per line), .csv, .tsv, .jsonl, .parquet")
+    parser.add_argument("--output", required=True,
+                        help=".jsonl, .csv or .parquet" + (", or .npy (embeddings only)" if command == "embed" else "")
+                        + "; shards go to OUTPUT.parts/ until the end (required)")
+    parser.add_argument("--text-column", help="the column of the (first) text (default: the task's name for it: text, "
+                                              "or question for answer spans); a .txt file's lines are its text")
+    parser.add_argument("--text-pair-column", help="the column of the second text of a pair (default: text_pair, or "
+                                                   "context for answer spans; read where the files have it)")
+    parser.add_argument("--id-column", help="a column copied to each output row as `id` (default: none; each row "
+                                            "has `row`, its number from 0 across the inputs)")
+    parser.add_argument("--batch-size", type=positive, default=32, help="texts per model call (default: 32)")
+    parser.add_argument("--shard-size", type=positive, default=10000,
+                        help="rows per output shard: the unit of memory and of resuming (default: 10000)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="start again, dropping a finished output or the shards of an unfinished one (default: "
+                             "keep a finished output, continue an unfinished one)")
+
+
+def _corpus(args):
+    try:
+        report = run_corpus_job(args.model, args.inputs, args.output, command=args.command,
+                                text_column=args.text_column, text_pair_column=args.text_pair_column,
+                                id_column=args.id_column, batch_size=args.batch_size, shard_size=args.shard_size,
+                                overwrite=args.overwrite)
+    except (ValueError, ImportError) as e:  # bad files, columns or model: before any work
+        print(f"keras-bert {args.command}: {e}", file=sys.stderr)
+        return 2
+    if report["skipped"]:
+        print(f"{args.output} is finished; --overwrite writes it again.")
+        return 0
+    print(f"{report['rows']} rows -> {report['output']} in {report['seconds']:.1f} s "
+          f"({report['texts_per_second']:.1f} texts/s); {report['errors']} rows with an error field")
     return 0
 
 

@@ -1,0 +1,153 @@
+"""What a corpus job runs: a fine-tuning run's folder (its task's prediction rows), a checkpoint
+folder (sentence embeddings), or an exported SavedModel on raw strings (its signature's outputs).
+"""
+
+import dataclasses
+import os
+from collections.abc import Callable
+
+import numpy as np
+
+
+@dataclasses.dataclass
+class CorpusModel:
+    """A model as a corpus job sees it.
+
+    Attributes:
+        name: what was loaded, for messages.
+        roles: the texts a row gives the model, in order (("text",), ("text", "text_pair"),
+            ("question", "context")).
+        optional: the roles a row may lack (a classifier's `text_pair`).
+        rows: {role: list of str} → one result dict per row, in order.
+        fields: the keys of a result dict (csv and Parquet columns).
+        embeds: whether a result is {"embedding": [...]}.
+    Example:
+        ```python
+        from keras_bert_lib.corpus.models import load_corpus_model
+        # model = load_corpus_model("runs/classify", "predict"); model.rows({"text": ["a fine film"]})
+        ```
+    """
+
+    name: str
+    roles: tuple
+    optional: tuple
+    rows: Callable
+    fields: list
+    embeds: bool
+
+
+def load_corpus_model(path, command="predict", batch_size=32):
+    """The `CorpusModel` in `path`: a run folder (or its model.keras), a checkpoint folder (for
+    `embed`: a `SentenceEmbedder`, mean-pooled and L2-normalised), or a SavedModel folder (or TF
+    Serving's model folder of numbered versions, the highest served); a ValueError that says
+    what to pass for anything else.
+
+    Example:
+        ```python
+        from keras_bert_lib.corpus.models import load_corpus_model
+        # load_corpus_model("exported/saved_model", "predict").roles   # ('text',)
+        ```
+    """
+    if not os.path.exists(path):
+        raise ValueError(f"{path}: no such model; pass a fine-tuning run's folder, a checkpoint folder (embed) or "
+                         "an exported SavedModel.")
+    saved = _saved_model_folder(path)
+    if saved:
+        model = _saved_model(saved, batch_size)
+    elif os.path.isfile(path) or os.path.isfile(os.path.join(path, "model.keras")):
+        model = _keras_model(path)
+    elif command == "embed" and os.path.isdir(path):
+        model = _checkpoint_embedder(path)
+    else:
+        raise ValueError(f"{path} is not a model: pass a fine-tuning run's folder (with model.keras), an exported "
+                         "SavedModel folder, or, for embed, a checkpoint folder (Google TF1 or HuggingFace).")
+    if command == "embed" and not model.embeds:
+        raise ValueError(f"{path} does not embed ({', '.join(model.fields)} per row); `keras-bert predict` runs it, "
+                         "or embed with a checkpoint folder, an embed run or its export.")
+    return model
+
+
+def _saved_model_folder(path):
+    if os.path.isfile(os.path.join(path, "saved_model.pb")):
+        return path
+    versions = [v for v in os.listdir(path) if v.isdigit()] if os.path.isdir(path) else []
+    versions = [v for v in versions if os.path.isfile(os.path.join(path, v, "saved_model.pb"))]
+    return os.path.join(path, max(versions, key=int)) if versions else None
+
+
+def _keras_model(path):
+    from keras_bert_lib.export import load_model_file
+    from keras_bert_lib.models import SentenceEmbedder, TextClassifier
+    from keras_bert_lib.tasks import TASKS, task_of_run
+
+    model, file = load_model_file(path)
+    task = task_of_run(file)
+    if task is None:  # a bare .keras file: its class says what it does
+        task = {SentenceEmbedder: TASKS["embed"], TextClassifier: TASKS["classify"]}.get(type(model))
+        if task is None:
+            raise ValueError(f"{file} is a {type(model).__name__} without its run's config.json; pass the run "
+                             "folder that keras-bert finetune wrote.")
+    roles = tuple(task.prediction_columns)
+    optional = tuple(r for r in roles if r not in task.serves.inputs)
+    if task.name == "embed":
+        return CorpusModel(file, roles, optional, lambda columns: _embedding_rows(model, columns), ["embedding"], True)
+    return _with_fields(CorpusModel(file, roles, optional, lambda columns: task.prediction_rows(model, columns),
+                                    [], False))
+
+
+def _checkpoint_embedder(path):
+    from keras_bert_lib.models import SentenceEmbedder
+
+    model = SentenceEmbedder.from_checkpoint(path)
+    return CorpusModel(path, ("text",), (), lambda columns: _embedding_rows(model, columns), ["embedding"], True)
+
+
+def _embedding_rows(model, columns):
+    """{"embedding": float32 array} rows (arrays, not lists: a shard of 10,000 MiniLM vectors is
+    15 MB, not the 10 times that Python floats take)."""
+    return [{"embedding": v} for v in np.asarray(model.predict(list(columns["text"]), verbose=0), np.float32)]
+
+
+def _saved_model(path, batch_size):
+    import tensorflow as tf
+
+    from keras_bert_lib.text.tf_text import import_tensorflow_text
+
+    import_tensorflow_text("A SavedModel on raw strings")  # registers the tokenizer's ops before loading
+    signature = tf.saved_model.load(path).signatures.get("serving_default")
+    inputs = signature.structured_input_signature[1] if signature is not None else {}
+    if not inputs or any(spec.dtype != tf.string for spec in inputs.values()):
+        raise ValueError(f"{path}: its serving_default does not take raw strings; export the model with its "
+                         "preprocessor (keras-bert export --format saved_model).")
+    roles = tuple(r for r in ("text", "text_pair") if r in inputs) or tuple(sorted(inputs))
+    names = list(signature.structured_outputs)
+    renamed = {"embeddings": "embedding"}
+
+    def rows(columns):
+        texts = [columns[r] for r in roles]
+        order = np.argsort([sum(len(t[i]) for t in texts) for i in range(len(texts[0]))], kind="stable")
+        results = [None] * len(order)
+        for start in range(0, len(order), batch_size):  # similar lengths together: each call pads to its longest
+            batch = order[start:start + batch_size]
+            out = signature(**{r: tf.constant([t[i] for i in batch]) for r, t in zip(roles, texts)})
+            values = {renamed.get(k, k): out[k].numpy() for k in names}
+            for j, i in enumerate(batch):
+                results[i] = {k: v[j] if k == "embedding" else _plain(v[j]) for k, v in values.items()}
+        return results
+
+    return _with_fields(CorpusModel(path, roles, (), rows, [], "embeddings" in names))
+
+
+def _plain(value):
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value] if value.dtype == object else value.tolist()
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _with_fields(model):
+    """Fills `fields` from one prediction on a short text (which also builds the model's first program)."""
+    probe = model.rows({r: ["a"] for r in model.roles if r not in model.optional})
+    model.fields = list(probe[0])
+    return model

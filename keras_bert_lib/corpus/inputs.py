@@ -6,6 +6,7 @@ row gets an error field instead of stopping the job.
 
 import csv
 import glob
+import io
 import json
 import os
 import sys
@@ -37,14 +38,22 @@ def input_files(patterns):
         if not found or not all(os.path.isfile(f) for f in found):
             raise ValueError(f"{pattern}: no such file; pass files or globs of .txt, .csv, .tsv, .jsonl or .parquet.")
         for f in found:
-            if _kind(f) not in READERS:
-                raise ValueError(f"{f}: a {_kind(f) or 'file without extension'} cannot be read; inputs are "
+            if file_kind(f) not in READERS:
+                raise ValueError(f"{f}: a {file_kind(f) or 'file without extension'} cannot be read; inputs are "
                                  f"{', '.join(READERS)} files.")
         files += found
     return files
 
 
-def _kind(path):
+def file_kind(path):
+    """The lower-case extension that says how `path` is read (".csv", ...).
+
+    Example:
+        ```python
+        from keras_bert_lib.corpus.inputs import file_kind
+        file_kind("Tickets.CSV")   # '.csv'
+        ```
+    """
     return os.path.splitext(path)[1].lower()
 
 
@@ -71,7 +80,7 @@ def columns_of(path):
         # columns_of("reviews.csv")   # ['id', 'text', 'label']
         ```
     """
-    kind = _kind(path)
+    kind = file_kind(path)
     if kind == ".txt":
         return ["text"]
     if kind == ".parquet":
@@ -119,7 +128,7 @@ def check_columns(files, wanted, optional=()):
         names = columns_of(path)
         if first is None:
             first = (path, names)
-        elif set(names) != set(first[1]) and _kind(path) != ".txt":
+        elif set(names) != set(first[1]) and file_kind(path) != ".txt":
             raise ValueError(f"{path} has columns {names}, but {first[0]} has {first[1]}: the inputs of one job "
                              "must have the same columns (a mixed schema); run them as separate jobs.")
         missing = [c for c in wanted if c not in names]
@@ -129,7 +138,7 @@ def check_columns(files, wanted, optional=()):
     return [c for c in optional if first and c in first[1]]
 
 
-def count_rows(files):
+def count_rows(files, opener=None):
     """The rows of `files` (lines of text, records of csv/tsv/jsonl, rows of parquet), read in one
     streaming pass, for the progress bar's total and ETA.
 
@@ -139,44 +148,59 @@ def count_rows(files):
         # count_rows(["reviews.txt"])   # 100000
         ```
     """
-    return sum(1 for _ in _rows(files, ())) if files else 0
+    return sum(1 for _ in _rows(files, (), opener)) if files else 0
 
 
-def _rows(files, columns):
-    """(file, {column: text or BadValue}) for every row of `files`, in order."""
+def _rows(files, columns, opener=None):
+    """(file, {column: text or BadValue}) for every row of `files`, in order; `opener(path)` opens
+    a file for binary reading (default: `open`; Beam passes its FileSystems, for gs:// and s3://)."""
     for path in files:
-        kind = _kind(path)
-        if kind == ".parquet":
-            table = _parquet().ParquetFile(path)
-            if not columns:
-                for group in range(table.num_row_groups):
-                    yield from ((path, {}) for _ in range(table.metadata.row_group(group).num_rows))
+        with (opener or (lambda p: open(p, "rb")))(path) as raw:
+            yield from ((path, row) for row in file_rows(raw, file_kind(path), path, columns))
+
+
+def file_rows(raw, kind, path, columns):
+    """{column: text or BadValue} for every row of one open binary file of `kind` (`path` names it
+    in errors).
+
+    Example:
+        ```python
+        import io
+        from keras_bert_lib.corpus.inputs import file_rows
+        list(file_rows(io.BytesIO(b"text\\nfine\\n"), ".csv", "a.csv", ["text"]))   # [{'text': 'fine'}]
+        ```
+    """
+    if kind == ".parquet":
+        table = _parquet().ParquetFile(raw)
+        if not columns:
+            for group in range(table.num_row_groups):
+                yield from ({} for _ in range(table.metadata.row_group(group).num_rows))
+            return
+        for batch in table.iter_batches(batch_size=4096, columns=list(columns)):
+            values = {c: batch.column(c).to_pylist() for c in columns}
+            for i in range(batch.num_rows):
+                yield {c: _text(values[c][i]) for c in columns}
+        return
+    f = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline="" if kind != ".txt" else None)
+    if kind == ".txt":
+        for line in f:
+            yield {c: _text(line.rstrip("\r\n")) for c in columns}
+    elif kind == ".jsonl":
+        for number, line in enumerate(f, 1):
+            if not line.strip():
                 continue
-            for batch in table.iter_batches(batch_size=4096, columns=list(columns)):
-                values = {c: batch.column(c).to_pylist() for c in columns}
-                for i in range(batch.num_rows):
-                    yield path, {c: _text(values[c][i]) for c in columns}
-            continue
-        with open(path, encoding="utf-8", errors="surrogateescape", newline="" if kind != ".txt" else None) as f:
-            if kind == ".txt":
-                for line in f:
-                    yield path, {c: _text(line.rstrip("\r\n")) for c in columns}
-            elif kind == ".jsonl":
-                for number, line in enumerate(f, 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        row = json.loads(line)
-                    except ValueError as e:
-                        raise ValueError(f"{path}, line {number}: not JSON ({e}).") from None
-                    yield path, {c: _text(row.get(c)) if isinstance(row, dict) else NULL for c in columns}
-            else:
-                csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-                for row in csv.DictReader(f, **_dialect(kind)):
-                    yield path, {c: _text(row.get(c)) for c in columns}
+            try:
+                row = json.loads(line)
+            except ValueError as e:
+                raise ValueError(f"{path}, line {number}: not JSON ({e}).") from None
+            yield {c: _text(row.get(c)) if isinstance(row, dict) else NULL for c in columns}
+    else:
+        csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+        for row in csv.DictReader(f, **_dialect(kind)):
+            yield {c: _text(row.get(c)) for c in columns}
 
 
-def read_chunks(files, columns, chunk_size, skip=0):
+def read_chunks(files, columns, chunk_size, skip=0, opener=None):
     """Lists of at most `chunk_size` rows of `files`, each row (row number from 0 across the files,
     {column: text or BadValue}), the first `skip` rows passed over.
 
@@ -187,7 +211,7 @@ def read_chunks(files, columns, chunk_size, skip=0):
         ```
     """
     chunk = []
-    for number, (_, row) in enumerate(_rows(files, columns)):
+    for number, (_, row) in enumerate(_rows(files, columns, opener)):
         if number < skip:
             continue
         chunk.append((number, row))

@@ -90,7 +90,7 @@ class ShardedOutput:
         with atomic_path(self._part(index)) as tmp:
             if self.kind == ".jsonl":
                 with open(tmp, "w", encoding="utf-8") as f:
-                    f.writelines(json.dumps(row, ensure_ascii=False, default=_listed) + "\n" for row in rows)
+                    f.writelines(json.dumps(row, ensure_ascii=False, default=jsonable) + "\n" for row in rows)
             elif self.kind == ".csv":
                 with open(tmp, "w", encoding="utf-8", newline="") as f:
                     writer = csv.writer(f)
@@ -128,8 +128,17 @@ class ShardedOutput:
         shutil.rmtree(self.parts)
 
 
-def _listed(value):
-    """JSON for what `json` cannot write itself: an embedding's numpy array."""
+def jsonable(value):
+    """`json.dumps`'s `default` for what it cannot write itself: an embedding's numpy array.
+
+    Example:
+        ```python
+        import json
+        import numpy as np
+        from keras_bert_lib.corpus.outputs import jsonable
+        json.dumps({"embedding": np.ones(2, np.float32)}, default=jsonable)   # '{"embedding": [1.0, 1.0]}'
+        ```
+    """
     if isinstance(value, np.ndarray):
         return value.tolist()
     raise TypeError(f"{type(value).__name__} is not JSON")
@@ -137,7 +146,7 @@ def _listed(value):
 
 def _cell(value):
     if isinstance(value, (list, dict, np.ndarray)):
-        return json.dumps(value, ensure_ascii=False, default=_listed)
+        return json.dumps(value, ensure_ascii=False, default=jsonable)
     return value
 
 

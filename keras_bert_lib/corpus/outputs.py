@@ -160,15 +160,16 @@ def _vectors(rows):
 
 
 def _join_npy(parts, path):
+    """One (rows, width) float32 .npy of the shards' arrays: the header, then each shard's bytes in
+    turn (streamed, not a memory map, whose written pages would count in the job's memory)."""
     shapes = [np.load(p, mmap_mode="r").shape for p in parts]
     width = max((s[1] for s in shapes if s[0]), default=0)
-    out = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(sum(s[0] for s in shapes), width))
-    start = 0
-    for part, (n, _) in zip(parts, shapes):
-        out[start:start + n] = np.load(part, mmap_mode="r") if n else 0
-        start += n
-    out.flush()
-    del out
+    header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)), "fortran_order": False,
+              "shape": (sum(s[0] for s in shapes), width)}
+    with open(path, "wb") as f:
+        np.lib.format.write_array_header_1_0(f, header)
+        for part, (n, w) in zip(parts, shapes):
+            f.write((np.load(part) if w == width else np.full((n, width), np.nan, np.float32)).tobytes())
 
 
 def _join_parquet(parts, path):

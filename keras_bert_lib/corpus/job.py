@@ -42,11 +42,8 @@ def run_corpus_job(model, inputs, output, command="predict", text_column=None, t
         ```
     """
     files = input_files(inputs)
-    kind = os.path.splitext(output)[1].lower()
     output_format(output, embeds=command == "embed")  # the extension, before the model loads
-    loaded = load_corpus_model(model, command, batch_size)
-    if kind == ".npy" and not loaded.embeds:
-        output_format(output, embeds=False)
+    loaded = load_corpus_model(model, command, batch_size)  # embed: a model that embeds, or a ValueError
     names = dict(zip(loaded.roles, (text_column, text_pair_column)))
     columns = {role: names.get(role) or role for role in loaded.roles}
     required = [columns[r] for r in loaded.roles if r not in loaded.optional]

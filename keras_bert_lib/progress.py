@@ -19,8 +19,9 @@ def progress_verbose():
     return 1 if getattr(sys.stdout, "isatty", lambda: False)() else 2
 
 
-def progress_bar(total, unit_name):
-    """A `keras.utils.Progbar` of `total` steps that follows `progress_verbose()`.
+def progress_bar(total, unit_name, stateful_metrics=None):
+    """A `keras.utils.Progbar` of `total` steps that follows `progress_verbose()`; the values named
+    in `stateful_metrics` are shown as given (a rate), not averaged.
 
     Example:
         ```python
@@ -30,4 +31,5 @@ def progress_bar(total, unit_name):
             bar.update(i + 1)
         ```
     """
-    return keras.utils.Progbar(total, unit_name=unit_name, verbose=progress_verbose())
+    return keras.utils.Progbar(total, unit_name=unit_name, stateful_metrics=stateful_metrics,
+                               verbose=progress_verbose())

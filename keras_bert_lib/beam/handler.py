@@ -9,8 +9,7 @@ and lets Beam's `BatchElements` put texts of similar length in the same batch
 
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
-from keras_bert_lib.corpus.inputs import BadValue
-from keras_bert_lib.corpus.models import load_corpus_model
+from keras_bert_lib.corpus.models import load_corpus_model, predict_rows
 
 # Characters, not tokens: the length Beam buckets by must be cheap (a WordPiece piece is about
 # 4 characters of English, so these are about 8, 16, 32, 64 and 128 tokens).
@@ -51,33 +50,14 @@ class BertModelHandler(ModelHandler):
         # the model's own names for its texts (text, text_pair; question, context), by position
         rows = [dict(zip(model.roles, (e.get("text"), e.get("text_pair")) if isinstance(e, dict) else (e, None)))
                 for e in batch]
-        results = [None] * len(rows)
-        good = []
-        for i, row in enumerate(rows):
-            bad = next((f"{r} is {_bad(row.get(r))}" for r in model.roles
-                        if r not in model.optional and _bad(row.get(r))), None)
-            if bad:
-                results[i] = {"error": bad}
-            else:
-                good.append(i)
-        if good:
-            roles = [r for r in model.roles if r not in model.optional or rows[good[0]].get(r) is not None]
-            texts = {r: [rows[i][r] for i in good] for r in roles}
-            for i, result in zip(good, model.rows(texts)):
-                results[i] = result
-        return [PredictionResult(example, inference) for example, inference in zip(batch, results)]
+        rows = [{r: v for r, v in row.items() if r not in model.optional or v is not None} for row in rows]
+        return [PredictionResult(e, inference) for e, inference in zip(batch, predict_rows(model, rows))]
 
     def get_metrics_namespace(self):
         return "keras_bert_lib"
 
     def share_model_across_processes(self):
         return False  # one model per worker process: TensorFlow's runtime is not shared across processes
-
-
-def _bad(value):
-    if value is None:
-        return "null or missing"
-    return str(value) if isinstance(value, BadValue) else None
 
 
 def _length(element):

@@ -5,9 +5,9 @@ import os
 import time
 
 from keras_bert_lib.corpus.inputs import BadValue, check_columns, count_rows, input_files, read_chunks
-from keras_bert_lib.corpus.models import load_corpus_model
+from keras_bert_lib.corpus.models import load_corpus_model, predict_rows
 from keras_bert_lib.corpus.outputs import ShardedOutput, output_format
-from keras_bert_lib.progress import progress_verbose
+from keras_bert_lib.progress import progress_bar
 
 logger = logging.getLogger(__name__)
 
@@ -89,30 +89,15 @@ def _stamp(path):
 
 
 def _predict_chunk(model, roles, columns, id_column, chunk):
-    """One output row per (number, values) row of `chunk`: a result, or an error for a bad text."""
-    rows, good = [], []
-    for number, values in chunk:
-        row = {"row": number}
-        if id_column:
-            row["id"] = None if isinstance(values[id_column], BadValue) else values[id_column]
-        bad = next((f"{columns[r]} is {values[columns[r]]}" for r in roles
-                    if isinstance(values[columns[r]], BadValue)), None)
-        if bad:
-            row["error"] = bad
-        else:
-            good.append(len(rows))
-        rows.append(row)
-    if good:
-        texts = {r: [chunk[i][1][columns[r]] for i in good] for r in roles}
-        for i, result in zip(good, model.rows(texts)):
-            rows[i].update(result)
-    return rows
+    """One output row per (number, values) row of `chunk`: {"row", "id"?} and a result or an error."""
+    heads = [{"row": number, **({"id": None if isinstance(values[id_column], BadValue) else values[id_column]}
+                                 if id_column else {})} for number, values in chunk]
+    results = predict_rows(model, [{r: values[columns[r]] for r in roles} for _, values in chunk], columns)
+    return [{**head, **result} for head, result in zip(heads, results)]
 
 
 def _bar(total, current):
-    import keras
-
-    bar = keras.utils.Progbar(total, unit_name="text", stateful_metrics=["texts/s"], verbose=progress_verbose())
+    bar = progress_bar(total, "text", stateful_metrics=["texts/s"])
     if current:
         bar.update(current)
     return bar

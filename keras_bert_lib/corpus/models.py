@@ -8,6 +8,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from keras_bert_lib.corpus.inputs import NULL, BadValue
+
 
 @dataclasses.dataclass
 class CorpusModel:
@@ -65,6 +67,33 @@ def load_corpus_model(path, command="predict", batch_size=32):
         raise ValueError(f"{path} does not embed ({', '.join(model.fields)} per row); `keras-bert predict` runs it, "
                          "or embed with a checkpoint folder, an embed run or its export.")
     return model
+
+
+def predict_rows(model, rows, names=None):
+    """One result dict per row of `rows` ({role: text, or None / a `BadValue` for a text that is
+    null, missing or not UTF-8}): `model.rows` of the good rows, in one call, and {"error": ...}
+    for the others. `names` maps a role to the column it came from, for the error's words.
+
+    Example:
+        ```python
+        from keras_bert_lib.corpus.models import predict_rows
+        # predict_rows(model, [{"text": "a fine film"}, {"text": None}])
+        # [{"label": "fresh", "score": 0.93}, {"error": "text is null or missing"}]
+        ```
+    """
+    results, good = [], []
+    for row in rows:
+        values = {r: NULL if row.get(r) is None else row[r] for r in row}
+        bad = next((f"{(names or {}).get(r, r)} is {v}" for r, v in values.items()
+                    if isinstance(v, BadValue) and r not in model.optional), None)
+        results.append({"error": bad} if bad else None)
+        if not bad:
+            good.append(row)
+    if good:
+        roles = [r for r in model.roles if r in good[0] and (r not in model.optional or good[0][r] is not None)]
+        done = iter(model.rows({r: [row[r] for row in good] for r in roles}))
+        results = [next(done) if result is None else result for result in results]
+    return results
 
 
 def _saved_model_folder(path):

@@ -1,6 +1,8 @@
-"""Training callbacks: stop on a NaN/Inf loss while keeping the last good checkpoint; periodic checkpoints."""
+"""Training callbacks: stop on a NaN/Inf loss while keeping the last good checkpoint; periodic
+checkpoints; a Ctrl-C that Python could not raise still stops training."""
 
 import math
+import sys
 
 import keras
 
@@ -70,3 +72,48 @@ class PeriodicCheckpoints(keras.callbacks.Callback):
         step = int(self.model.optimizer.iterations.numpy())
         if step % self.every_steps:  # not saved at this step yet
             self.manager.save(checkpoint_number=step)
+
+
+class KeepInterrupts(keras.callbacks.Callback):
+    """A Ctrl-C that lands where Python cannot raise it still stops training, at the next batch.
+
+    Python runs a signal handler between bytecodes. When SIGINT arrives while a garbage-collector
+    callback or a `__del__` runs (JAX, imported by Keras where installed, keeps one in
+    `gc.callbacks`), the KeyboardInterrupt is "ignored": printed as a traceback, and `fit` goes on.
+    Inside `with KeepInterrupts() as keep:` such an interrupt is noted silently instead (through
+    `sys.unraisablehook`), and the callback raises it at the end of the next batch or epoch.
+
+    Example:
+        ```python
+        import keras
+        from keras_bert_lib.training.callbacks import KeepInterrupts
+        model = keras.Sequential([keras.layers.Dense(1)])
+        model.compile(loss="mse")
+        with KeepInterrupts() as keep:
+            model.fit([[1.0]], [[2.0]], callbacks=[keep], verbose=0)
+        ```
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.swallowed, self._previous_hook = False, None
+
+    def __enter__(self):
+        self._previous_hook, sys.unraisablehook = sys.unraisablehook, self._unraisable
+        return self
+
+    def __exit__(self, *exc):
+        sys.unraisablehook = self._previous_hook
+
+    def _unraisable(self, unraisable):
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            self.swallowed = True
+        else:
+            self._previous_hook(unraisable)
+
+    def _raise_swallowed(self, *args, **kwargs):
+        if self.swallowed:
+            self.swallowed = False
+            raise KeyboardInterrupt
+
+    on_train_batch_end = on_test_batch_end = on_epoch_end = _raise_swallowed

@@ -19,7 +19,7 @@ from keras_bert_lib.atomic_write import atomic_write_text
 from keras_bert_lib.compile_path import choose_jit_compile, model_width
 from keras_bert_lib.file_checks import check_writable_folder, fingerprint
 from keras_bert_lib.progress import progress_verbose
-from keras_bert_lib.training.callbacks import PeriodicCheckpoints, StopOnNonFiniteLoss
+from keras_bert_lib.training.callbacks import KeepInterrupts, PeriodicCheckpoints, StopOnNonFiniteLoss
 from keras_bert_lib.training.curves import plot_curves, read_history
 from keras_bert_lib.training.keras_mends import mend_fit
 from keras_bert_lib.training.optimizers import OPTIMIZERS, create_optimizer
@@ -222,8 +222,10 @@ def train(config, build_model, train_data, held_out, baselines=None, loss="auto"
     backup, history_csv = os.path.join(out, "backup"), os.path.join(out, "history.csv")
     if not os.path.isdir(backup) and os.path.isfile(history_csv):
         os.remove(history_csv)  # a new run, not a resumed one: its curves start again
+    interrupts = KeepInterrupts()
     callbacks = [
-        StopOnNonFiniteLoss(),  # first: a bad step must never reach a checkpoint
+        interrupts,  # a Ctrl-C swallowed in a garbage-collector callback stops at the next batch
+        StopOnNonFiniteLoss(),  # before the savers: a bad step must never reach a checkpoint
         keras.callbacks.BackupAndRestore(backup),
         PeriodicCheckpoints(os.path.join(out, "checkpoints"), config.checkpoint_every, config.keep_checkpoints),
         keras.callbacks.TensorBoard(os.path.join(out, "logs"), update_freq=config.steps_per_epoch),
@@ -234,9 +236,10 @@ def train(config, build_model, train_data, held_out, baselines=None, loss="auto"
     if done:
         logger.warning("Resuming from the backup of epoch %d of %d (%s).", done, epochs, backup)
     try:
-        fitted = model.fit(train_data, epochs=epochs, steps_per_epoch=config.steps_per_epoch,
-                           validation_data=held_out, callbacks=callbacks, verbose=progress_verbose(),
-                           shuffle=False)  # the dataset shuffles itself
+        with interrupts:
+            fitted = model.fit(train_data, epochs=epochs, steps_per_epoch=config.steps_per_epoch,
+                               validation_data=held_out, callbacks=callbacks, verbose=progress_verbose(),
+                               shuffle=False)  # the dataset shuffles itself
     except KeyboardInterrupt:
         done = backup_epoch(backup)
         saved = (f"the backup of epoch {done} of {epochs} is in {backup}" if done

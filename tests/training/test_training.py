@@ -1,5 +1,7 @@
 """Optimizers, schedule and the NaN guard."""
 
+import sys
+
 import keras
 import numpy as np
 import pytest
@@ -163,3 +165,43 @@ def test_periodic_checkpoints_keep_the_newest_and_restore_model_and_optimizer(tm
     tf.train.Checkpoint(model=restored, optimizer=restored.optimizer).restore(manager.checkpoints[0]).assert_consumed()
     np.testing.assert_array_equal(restored.get_layer("nsp_head").dense.kernel.numpy(), kernels[6])
     assert int(restored.optimizer.iterations.numpy()) == 6
+
+
+def test_a_ctrl_c_python_swallowed_in_a_destructor_still_stops_training_at_the_batch_end():
+    """A KeyboardInterrupt raised inside `__del__` (or a garbage-collector callback, where a
+    signal handler can land) is only printed by Python; inside KeepInterrupts it stops `fit`."""
+    from keras_bert_lib.training.callbacks import KeepInterrupts
+
+    class RaisesWhenDeleted:
+        def __del__(self):
+            raise KeyboardInterrupt
+
+    class InterruptAtBatch(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.batches = 0
+
+        def on_train_batch_begin(self, batch, logs=None):
+            self.batches += 1
+            if batch == 2:
+                RaisesWhenDeleted()  # deleted at once: Python swallows the interrupt
+
+    def fit(callbacks):
+        model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+        model.compile(loss="mse")
+        model.fit(np.ones((10, 1)), np.ones((10, 1)), batch_size=1, epochs=1, callbacks=callbacks, verbose=0)
+
+    seen = []
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = seen.append
+    try:
+        counter = InterruptAtBatch()
+        fit([counter])  # without it the interrupt is lost: all 10 batches run
+        assert counter.batches == 10 and len(seen) == 1
+        counter, keep = InterruptAtBatch(), KeepInterrupts()
+        with pytest.raises(KeyboardInterrupt), keep:
+            fit([keep, counter])
+        assert counter.batches == 3 and len(seen) == 1  # stopped at batch 2's end, nothing printed
+    finally:
+        sys.unraisablehook = previous_hook
+    assert sys.unraisablehook is previous_hook

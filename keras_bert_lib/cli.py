@@ -87,10 +87,15 @@ def main(argv=None) -> int:
     export.add_argument("--no-optimize", dest="optimize", action="store_false",
                         help="ONNX: skip ONNX Runtime's transformer optimiser, which fuses attention, GELU and "
                              "LayerNorm (default: optimise)")
+    export.add_argument("--dtype", choices=["auto", "float32", "bfloat16"], default="auto",
+                        help="the SavedModel's weights: bfloat16 stores them once in bfloat16 (float32 outputs; "
+                             "faster on CPUs with AVX512-BF16 or AMX, emulated and slower elsewhere); auto picks "
+                             "bfloat16 where the CPU has those instructions (default: auto)")
     export.add_argument("--length", type=positive, default=128,
                         help="tokens per row of the parity batch (default: 128)")
     for name in ("predict", "embed"):
         _corpus_flags(commands[name], name)
+    _serve_flags(commands["serve"])
     attention = commands["attention"]
     attention.add_argument("checkpoint", help="a checkpoint folder that load_checkpoint and load_preprocessor read")
     attention.add_argument("text", help="the text (sentence A)")
@@ -106,7 +111,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     return {"summary": _summary, "quickstart": _quickstart, "pretrain": _pretrain, "finetune": _finetune,
             "distill": _distill, "export": _export, "attention": _attention, "predict": _corpus,
-            "embed": _corpus}[args.command](args)
+            "embed": _corpus, "serve": _serve}[args.command](args)
 
 
 def _summary(args):
@@ -195,7 +200,7 @@ def _export(args):
         pair = args.pair or (task is not None and len(task.serves.inputs) == 2) or None
         exported = export_all(model, args.output, formats=args.format, quantize=quantize, version=args.version,
                               pair=pair, text=args.text, optimize=args.optimize, model_path=path,
-                              log=print)
+                              log=print, dtype=args.dtype)
     except (ValueError, FileExistsError) as e:  # a bad path or setting, found before any conversion
         print(f"keras-bert export: {e}", file=sys.stderr)
         return 2
@@ -240,6 +245,50 @@ def _corpus(args):
         return 0
     print(f"{report['rows']} rows -> {report['output']} in {report['seconds']:.1f} s "
           f"({report['texts_per_second']:.1f} texts/s); {report['errors']} rows with an error field")
+    return 0
+
+
+def _serve_flags(parser):
+    parser.add_argument("models", nargs="*", metavar="[NAME=]MODEL",
+                        help="an exported SavedModel folder, TF Serving's model folder of numbered versions (the "
+                             "highest served) or a fine-tuning run's folder (exported on start); NAME= names it in "
+                             "the URLs (default: the folder's name, or its parent's for saved_model/ and versions)")
+    parser.add_argument("--model-config-file", help="TF Serving's models.config: names, base paths, version policies "
+                                                    "and labels (default: none)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="the address to listen on; 0.0.0.0 for every interface (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8501, help="the HTTP port, TF Serving's REST port (default: 8501)")
+    parser.add_argument("--max-batch-size", type=positive, default=32,
+                        help="texts per model call from requests that arrive together; 1 turns batching off "
+                             "(default: 32)")
+    parser.add_argument("--batch-timeout-micros", type=int, default=2000,
+                        help="how long the first request waits for others to fill its batch, in microseconds "
+                             "(default: 2000)")
+    parser.add_argument("--max-instances", type=positive, default=1024,
+                        help="texts one request may hold; more get a 400 (default: 1024)")
+    parser.add_argument("--max-text-bytes", type=positive, default=65536,
+                        help="UTF-8 bytes one text may hold; more get a 400 (default: 65536)")
+    parser.add_argument("--grace-period", type=positive, default=30,
+                        help="seconds SIGTERM waits for the requests in flight (default: 30)")
+    parser.add_argument("--access-log", action="store_true",
+                        help="log every request, as uvicorn's access log; it costs throughput under load (default: "
+                             "off: bad requests are logged at INFO, start-up and errors always)")
+
+
+def _serve(args):
+    try:
+        from keras_bert_lib.serve import Limits, model_specs, serve
+    except ImportError as e:
+        print(f'keras-bert serve: {e}; it needs the serve extra: pip install "keras-bert-lib[serve]"', file=sys.stderr)
+        return 2
+    try:
+        specs = model_specs(args.models, args.model_config_file)
+        serve(specs, host=args.host, port=args.port, max_batch_size=args.max_batch_size,
+              batch_timeout_micros=args.batch_timeout_micros, grace_period=args.grace_period,
+              limits=Limits(args.max_instances, args.max_text_bytes), access_log=args.access_log)
+    except ValueError as e:
+        print(f"keras-bert serve: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -21,7 +21,7 @@ RANKS = {
     "data": 5,
     "training": 6,
     "tasks": 7, "export": 7, "viz": 7,
-    "runs": 8, "corpus": 8, "beam": 9,
+    "runs": 8, "corpus": 8, "serve": 8, "beam": 9,
     "cli": 9,
 }
 KERAS_ONLY = ("layers", "heads", "models")

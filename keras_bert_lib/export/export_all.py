@@ -6,6 +6,7 @@ import warnings
 
 import keras
 
+from keras_bert_lib.compile_path import bfloat16_kernels, bfloat16_pays, model_width
 from keras_bert_lib.export.isolated import export_isolated
 from keras_bert_lib.export.onnx import export_onnx
 from keras_bert_lib.export.openvino import export_openvino
@@ -16,6 +17,30 @@ from keras_bert_lib.file_checks import check_writable_folder
 FORMATS = ("saved_model", "tflite", "onnx", "openvino")
 DEFAULT_FORMATS = ("saved_model", "tflite", "onnx")  # OpenVINO is an extra of its own
 QUANTIZATIONS = (None, "float16", "dynamic_int8")
+DTYPES = ("auto", "float32", "bfloat16")
+
+
+def saved_model_dtype(setting, model, flags=None, accelerators=None):
+    """(the dtype of the SavedModel's weights, why): "bfloat16" or "float32" as `setting` says;
+    for "auto", bfloat16 where it pays (`compile_path.bfloat16_pays`: TensorFlow on a CPU with
+    AVX512-BF16 or AMX, a model 256 wide or more), float32 elsewhere. Outputs stay float32.
+
+    Example:
+        ```python
+        from keras_bert_lib import bert_base
+        from keras_bert_lib.export.export_all import saved_model_dtype
+        saved_model_dtype("auto", bert_base(), flags={"avx2"}, accelerators=[])[0]   # "float32"
+        ```
+    """
+    if setting not in DTYPES:
+        raise ValueError(f"dtype={setting!r}: the SavedModel's weights are one of {DTYPES}.")
+    if setting != "auto":
+        return setting, f"--dtype {setting}"
+    if bfloat16_pays(model_width(model), flags, accelerators):
+        return "bfloat16", f"--dtype auto: this CPU has {bfloat16_kernels(flags)}"
+    kernels = bfloat16_kernels(flags)
+    return "float32", ("--dtype auto: " + (f"the model is narrower than bfloat16 pays for on {kernels}" if kernels
+                                           else "this CPU has no bfloat16 instructions (AVX512-BF16 or AMX)"))
 
 
 def load_model_file(path):
@@ -60,7 +85,7 @@ def check_export_target(output, formats=FORMATS, version=1, flag="--output"):
 
 
 def export_all(model, output, formats=DEFAULT_FORMATS, quantize=(None,), version=1, pair=None, text=True, optimize=True,
-               model_path=None, log=None):
+               model_path=None, log=None, dtype="auto"):
     """Writes each of `formats` into `output`, every file checked against the Keras model as it
     is made; returns {artefact: path}, the keys `parity_report` takes.
 
@@ -81,6 +106,9 @@ def export_all(model, output, formats=DEFAULT_FORMATS, quantize=(None,), version
         optimize: bool. ONNX: ONNX Runtime's transformer optimiser.
         model_path: the `.keras` file of `model`, for the fresh-process conversions.
         log: a function of one line (say `print`) told of each artefact as it is written, or None.
+        dtype: the SavedModel's weights: "float32", "bfloat16" (stored once in bfloat16: the serving
+            copy, `models.with_dtype`; float32 outputs) or "auto" (`saved_model_dtype`). The other
+            formats are float32 (or quantized).
     Raises:
         ValueError: an unknown format or quantization, float16 for ONNX alone, an output that
             cannot take the files, OpenVINO not installed (before any conversion).
@@ -101,6 +129,7 @@ def export_all(model, output, formats=DEFAULT_FORMATS, quantize=(None,), version
     if "onnx" in formats and not onnx_quantize:
         raise ValueError("float16 quantization is for TFLite; ONNX takes none or dynamic_int8.")
     check_export_target(output, formats, version)
+    weights, why = saved_model_dtype(dtype, model)
     if "openvino" in formats and importlib.util.find_spec("openvino") is None:
         raise ValueError('--format openvino needs OpenVINO: pip install "keras-bert-lib[openvino]". '
                          "Nothing was written.")
@@ -110,9 +139,12 @@ def export_all(model, output, formats=DEFAULT_FORMATS, quantize=(None,), version
     say = log or (lambda line: None)
     exported = {}
     if "saved_model" in formats:
-        exported["saved_model"] = export_saved_model(model, os.path.join(output, "saved_model"), version=version,
-                                                     pair=pair)
-        say(f"saved_model: {exported['saved_model']}")
+        from keras_bert_lib.models import with_dtype
+
+        served = with_dtype(model, "bfloat16") if weights == "bfloat16" else model
+        exported["saved_model"] = export_saved_model(served, os.path.join(output, "saved_model"), version=version,
+                                                     pair=pair, preprocessor=getattr(model, "preprocessor", None))
+        say(f"saved_model: {exported['saved_model']} ({weights} weights; {why})")
     for fmt, q in jobs:
         if fmt == "tflite":
             options = dict(quantization=q, text=text, pair=pair)

@@ -161,3 +161,38 @@ def test_raw_strings_are_padded_to_the_requests_longest(tmp_path):
     assert short.shape[1] == 8 and long.shape[1] == 128
     want = model.predict(["good film"] * 8, verbose=0)
     np.testing.assert_allclose(short[:, :4], want[:, :4], atol=1e-5)  # [CLS] good film [SEP]
+
+
+def test_auto_picks_bfloat16_weights_only_where_the_cpu_has_bfloat16_instructions():
+    from keras_bert_lib import bert_mini, bert_tiny
+    from keras_bert_lib.export.export_all import saved_model_dtype
+
+    wide, narrow = bert_mini(), bert_tiny()  # 256 and 128 wide
+    assert saved_model_dtype("auto", wide, flags={"avx2"}, accelerators=[]) == (
+        "float32", "--dtype auto: this CPU has no bfloat16 instructions (AVX512-BF16 or AMX)")
+    assert saved_model_dtype("auto", wide, flags={"avx512_bf16"}, accelerators=[])[0] == "bfloat16"
+    assert saved_model_dtype("auto", wide, flags={"amx_bf16"}, accelerators=[])[0] == "bfloat16"
+    assert saved_model_dtype("auto", narrow, flags={"avx512_bf16"}, accelerators=[]) == (
+        "float32", "--dtype auto: the model is narrower than bfloat16 pays for on AVX512-BF16")
+    assert saved_model_dtype("bfloat16", narrow, flags={"avx2"}, accelerators=[])[0] == "bfloat16"
+    with pytest.raises(ValueError, match="one of"):
+        saved_model_dtype("float16", wide)
+
+
+@pytest.mark.slow
+def test_a_bfloat16_savedmodel_stores_bfloat16_weights_answers_float32_and_keeps_cosine_0_999(tmp_path):
+    from keras_bert_lib.export import export_all, parity_report
+    from keras_bert_lib.export.signatures import check_batch
+
+    model = TextClassifier(_tiny(), 3, preprocessor=_preprocessor())
+    exported = export_all(model, str(tmp_path), formats=["saved_model"], dtype="bfloat16")
+    stored = tf.train.load_checkpoint(os.path.join(exported["saved_model"], "variables", "variables"))
+    dtypes = [d for name, d in stored.get_variable_to_dtype_map().items() if "OBJECT_GRAPH" not in name]
+    # The encoder's kernels and embeddings stored once in bfloat16; the head and layer norms float32.
+    assert dtypes.count(tf.bfloat16) > dtypes.count(tf.float32) > 0
+    loaded = tf.saved_model.load(exported["saved_model"])
+    served = loaded.signatures["serving_default"](text=tf.constant(TEXTS))
+    assert served["probabilities"].dtype == tf.float32
+    rows = parity_report(model, exported, check_batch(model, batch=8, length=12))
+    saved = next(r for r in rows if r["artefact"] == "saved_model")
+    assert saved["cosine"] >= 0.999 and saved["agreement"] >= 0.875, rows

@@ -1,0 +1,95 @@
+"""What TF Serving answers and KServe does not: versions and labels in the URL, and the model
+status body; a malformed V2 body as a 400 in TF Serving's error shape; a bad request logged in
+one line, not as a traceback."""
+
+import logging
+
+from fastapi import Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from kserve.errors import InvalidInput, ModelNotFound
+from kserve.protocol.rest.server import RESTServer
+from kserve.protocol.rest.v1_endpoints import V1Endpoints
+from kserve.protocol.rest.v2_datamodels import InferenceRequest
+from kserve.protocol.rest.v2_endpoints import V2Endpoints
+
+
+def add_routes(app, dataplane, specs):
+    """Adds to KServe's FastAPI `app`, before KServe's own routes (so these win where the paths
+    meet): `POST /v1/models/NAME/versions/N:predict`, `.../labels/L:predict`,
+    `POST /v2/models/NAME/versions/N/infer`, and `GET /v1/models/NAME[/versions/N]` answering TF
+    Serving's `model_version_status` beside KServe's `name` and `ready`. Each version is in
+    KServe's registry as `NAME@N` (`serve` registers them).
+
+    Example:
+        ```python
+        from keras_bert_lib.serve.routes import add_routes
+        # add_routes(kserve.model_server.app, server.dataplane, specs)
+        ```
+    """
+    v1, v2 = V1Endpoints(dataplane), V2Endpoints(dataplane)
+    by_name = {spec.name: spec for spec in specs}
+
+    def spec_of(name):
+        if name not in by_name:
+            raise ModelNotFound(name)
+        return by_name[name]
+
+    def version(name, number=None, label=None):
+        spec = spec_of(name)
+        if label is not None:
+            if label not in spec.labels:
+                raise ModelNotFound(f"{name} (label {label}; its labels: {sorted(spec.labels) or 'none'})")
+            return spec.labels[label]
+        if number is not None and number not in spec.versions:
+            raise ModelNotFound(f"{name} (version {number}; it serves {sorted(spec.versions)})")
+        return spec.default if number is None else number
+
+    async def predict_version(name: str, number: int, request: Request):
+        return await v1.predict(f"{name}@{version(name, number)}", request)
+
+    async def predict_label(name: str, label: str, request: Request):
+        return await v1.predict(f"{name}@{version(name, label=label)}", request)
+
+    async def infer_version(raw_request: Request, raw_response: Response, name: str, number: int,
+                            request_body: InferenceRequest):
+        return await v2.infer(raw_request, raw_response, f"{name}@{version(name, number)}", request_body)
+
+    async def status(name: str, number: int | None = None):
+        versions = [version(name, number)] if number is not None else sorted(spec_of(name).versions)
+        return {"name": name, "ready": True, "model_version_status": [
+            {"version": str(v), "state": "AVAILABLE", "status": {"error_code": "OK", "error_message": ""}}
+            for v in versions]}
+
+    async def bad_body(request, error):  # FastAPI's 422 for a V2 body that is not the protocol's
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}" for e in error.errors())
+        return JSONResponse({"error": f"The body is not an inference request: {problems}."}, status_code=400)
+
+    app.add_api_route("/v1/models/{name}/versions/{number}:predict", predict_version, methods=["POST"])
+    app.add_api_route("/v1/models/{name}/labels/{label}:predict", predict_label, methods=["POST"])
+    app.add_api_route("/v2/models/{name}/versions/{number}/infer", infer_version, methods=["POST"],
+                      response_model=None)
+    app.add_api_route("/v1/models/{name}", status, methods=["GET"])
+    app.add_api_route("/v1/models/{name}/versions/{number}", status, methods=["GET"])
+    app.add_exception_handler(RequestValidationError, bad_body)
+
+
+class QuietRESTServer(RESTServer):
+    """KServe's REST server, but a client's bad request (`InvalidInput`, a 400) is one line in the
+    log at INFO, where KServe logs it at ERROR with its traceback.
+
+    Example:
+        ```python
+        from keras_bert_lib.serve.routes import QuietRESTServer
+        # QuietRESTServer("kserve.model_server:app", dataplane, repository_extension, 8501)
+        ```
+    """
+
+    def _add_exception_handlers(self, app):
+        super()._add_exception_handlers(app)
+
+        async def bad_request(request, error):
+            logging.getLogger("kserve").info("400 %s %s: %s", request.method, request.url.path, error)
+            return JSONResponse({"error": str(error)}, status_code=400)
+
+        app.add_exception_handler(InvalidInput, bad_request)

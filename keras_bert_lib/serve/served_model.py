@@ -1,0 +1,82 @@
+"""One exported SavedModel behind KServe: requests in either protocol, batched, run through its
+`serving_default` on raw strings."""
+
+import numpy as np
+import tensorflow as tf
+from kserve import InferRequest, Model
+from kserve.errors import InvalidInput
+
+from keras_bert_lib.serve.batcher import Batcher
+from keras_bert_lib.serve.protocol import BadRequest, Limits, v1_response, v1_rows, v2_response, v2_rows
+from keras_bert_lib.text.tf_text import import_tensorflow_text
+
+# Per-token outputs: their length is the batch's longest text, so requests are not merged.
+PER_TOKEN = ("sequence_output", "start_logits", "end_logits", "logits", "tag_ids")
+
+
+class ServedModel(Model):
+    """An exported SavedModel (`keras-bert export --format saved_model`) served by KServe's
+    `ModelServer` under `name`: TF Serving's REST body on `/v1/models/NAME:predict` and the
+    Open Inference Protocol on `/v2/models/NAME/infer`.
+
+    Requests that arrive together run as one call (`Batcher`), each padded to its own longest
+    text by the SavedModel. Outputs per text (a classifier's, an embedder's, a cross-encoder's)
+    come from merged batches; outputs per token (a tagger's, a question answerer's) have the
+    length of the call's longest text, so their requests queue through the same batcher but each
+    runs at its own length, as it would alone.
+
+    Args:
+        name: str. The model's name in the URLs.
+        path: str. The SavedModel folder (one version).
+        version: str or None. Its TF Serving version, for the status answer.
+        max_batch_size, batch_timeout_micros: the batcher's (`Batcher`); 1 turns batching off.
+        limits: `Limits` of one request.
+    Example:
+        ```python
+        from keras_bert_lib.serve.served_model import ServedModel
+        # model = ServedModel("classifier", "exported/saved_model/1"); model.load()
+        ```
+    """
+
+    def __init__(self, name, path, version=None, max_batch_size=32, batch_timeout_micros=2000, limits=None,
+                 on_batch=None):
+        super().__init__(name)
+        self.path, self.version, self.limits = path, version, limits or Limits()
+        self.signature = self.inputs = self.outputs = None
+        self.batcher = Batcher(self._run, max_batch_size, batch_timeout_micros, on_batch)
+
+    def load(self):
+        import_tensorflow_text("A SavedModel on raw strings")  # registers the tokenizer's ops first
+        self.signature = tf.saved_model.load(self.path).signatures.get("serving_default")
+        specs = self.signature.structured_input_signature[1] if self.signature is not None else {}
+        if not specs or any(spec.dtype != tf.string for spec in specs.values()):
+            raise ValueError(f"{self.path}: its serving_default does not take raw strings; export the model with its "
+                             "preprocessor (keras-bert export --format saved_model).")
+        self.inputs = tuple(n for n in ("text", "text_pair") if n in specs) or tuple(sorted(specs))
+        self.outputs = tuple(sorted(self.signature.structured_outputs))
+        self._run([[{name: "a" for name in self.inputs}]])  # the first call traces: not a client's wait
+        self.ready = True
+        return self.ready
+
+    async def predict(self, payload, headers=None):
+        try:
+            if isinstance(payload, InferRequest):
+                results = await self.batcher(v2_rows(payload, self.inputs, self.limits))
+                return v2_response(results, self.name, payload.id)
+            rows, columnar = v1_rows(payload, self.inputs, self.limits)
+        except BadRequest as e:
+            raise InvalidInput(str(e)) from None
+        return v1_response(await self.batcher(rows), columnar)
+
+    def _run(self, requests):
+        """Each request's list of result dicts; requests merged into one call for per-text outputs."""
+        if any(name in PER_TOKEN for name in self.outputs):
+            return [self._call(rows) for rows in requests]
+        merged = self._call([row for rows in requests for row in rows])
+        starts = np.cumsum([0] + [len(rows) for rows in requests])
+        return [merged[a:b] for a, b in zip(starts[:-1], starts[1:])]
+
+    def _call(self, rows):
+        feed = {name: tf.constant([row[name].encode("utf-8", "replace") for row in rows]) for name in self.inputs}
+        out = {name: value.numpy() for name, value in self.signature(**feed).items()}
+        return [{name: out[name][i] for name in self.outputs} for i in range(len(rows))]

@@ -1,0 +1,204 @@
+"""`keras-bert serve`: exported SavedModels (or run folders, exported on start) behind KServe's
+`ModelServer`, with TF Serving's model layout, versions and REST API."""
+
+import asyncio
+import dataclasses
+import logging
+import os
+import sys
+import tempfile
+import warnings
+
+from keras_bert_lib.serve.protocol import Limits
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class ModelSpec:
+    """One model to serve: its `name` and {version: SavedModel folder}, `labels` {label: version}.
+
+    Example:
+        ```python
+        from keras_bert_lib.serve.server import ModelSpec
+        ModelSpec("classifier", {1: "exported/saved_model/1"})
+        ```
+    """
+
+    name: str
+    versions: dict
+    labels: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def default(self):
+        """The version a request without one gets: the highest, as in TF Serving."""
+        return max(self.versions)
+
+
+def model_specs(models=(), model_config_file=None):
+    """The `ModelSpec`s of `keras-bert serve`'s arguments: each `[NAME=]PATH` (an exported
+    SavedModel, TF Serving's model folder of numbered versions, the highest served, or a
+    fine-tuning run's folder, exported to a temporary folder first) and the models of TF
+    Serving's `--model_config_file` (its `model_version_policy`: latest N, all or specific
+    versions, and `version_labels`). A ValueError names a path that is not a model, or a name
+    given twice.
+
+    Example:
+        ```python
+        from keras_bert_lib.serve.server import model_specs
+        # model_specs(["classifier=exported/saved_model"])[0].versions   # {1: "exported/saved_model/1"}
+        ```
+    """
+    specs = [_spec(argument) for argument in models]
+    if model_config_file:
+        specs += _config_specs(model_config_file)
+    if not specs:
+        raise ValueError("Nothing to serve: give a model folder (keras-bert serve exported/saved_model) or "
+                         "--model-config-file models.config.")
+    names = [spec.name for spec in specs]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ValueError(f"The model name {', '.join(twice)} is given twice; name them apart: NAME=PATH.")
+    return specs
+
+
+def _spec(argument):
+    name, _, path = argument.rpartition("=") if "=" in argument and not os.path.exists(argument) else ("", "", argument)
+    path = os.path.normpath(path)
+    if not os.path.exists(path):
+        raise ValueError(f"{path}: no such folder; pass an exported SavedModel (keras-bert export --format "
+                         "saved_model), TF Serving's model folder of versions, or a fine-tuning run's folder.")
+    versions = _versions(path)
+    if os.path.isfile(os.path.join(path, "saved_model.pb")):
+        folder = os.path.basename(path)
+        version = int(folder) if folder.isdigit() else 1
+        base = os.path.dirname(path) if folder.isdigit() else path
+        return ModelSpec(name or _name_of(base), {version: path})
+    if versions:
+        return ModelSpec(name or _name_of(path), {max(versions): versions[max(versions)]})
+    if os.path.isfile(path) or os.path.isfile(os.path.join(path, "model.keras")):
+        return ModelSpec(name or _name_of(path), {1: _export_run(path)})
+    raise ValueError(f"{path} is not a model: no saved_model.pb, no numbered version folders, no model.keras. Pass "
+                     "an exported SavedModel, TF Serving's model folder, or a fine-tuning run's folder.")
+
+
+def _name_of(path):
+    name = os.path.basename(os.path.abspath(path))
+    return os.path.basename(os.path.dirname(os.path.abspath(path))) if name == "saved_model" else name
+
+
+def _versions(base):
+    if not os.path.isdir(base):
+        return {}
+    return {int(v): os.path.join(base, v) for v in os.listdir(base)
+            if v.isdigit() and os.path.isfile(os.path.join(base, v, "saved_model.pb"))}
+
+
+def _export_run(path):
+    from keras_bert_lib.export import export_saved_model, load_model_file
+    from keras_bert_lib.tasks import task_of_run
+
+    model, file = load_model_file(path)
+    task = task_of_run(file)
+    pair = (task is not None and len(task.serves.inputs) == 2) or None
+    folder = tempfile.mkdtemp(prefix="keras-bert-serve-")
+    logger.warning("Exporting %s to %s to serve it (keras-bert export --format saved_model keeps one).", file, folder)
+    return export_saved_model(model, folder, pair=pair)
+
+
+def _config_specs(config_file):
+    from google.protobuf import text_format
+    from tensorflow_serving.config import model_server_config_pb2
+
+    config = model_server_config_pb2.ModelServerConfig()
+    try:
+        with open(config_file, encoding="utf-8") as f:
+            text_format.Parse(f.read(), config)
+    except (OSError, text_format.ParseError) as e:
+        raise ValueError(f"{config_file}: not TF Serving's model config ({e}).") from None
+    specs = []
+    for entry in config.model_config_list.config:
+        found = _versions(entry.base_path)
+        if not found:
+            raise ValueError(f"{config_file}: model {entry.name}'s base_path {entry.base_path} holds no numbered "
+                             "SavedModel version folders.")
+        policy = entry.model_version_policy.WhichOneof("policy_choice")
+        if policy == "all":
+            chosen = sorted(found)
+        elif policy == "specific":
+            chosen = sorted(entry.model_version_policy.specific.versions)
+            missing = [v for v in chosen if v not in found]
+            if missing:
+                raise ValueError(f"{config_file}: model {entry.name} asks for versions {missing}, which "
+                                 f"{entry.base_path} lacks (it has {sorted(found)}).")
+        else:
+            chosen = sorted(found)[-max(entry.model_version_policy.latest.num_versions, 1):]
+        labels = dict(entry.version_labels)
+        unknown = {label: v for label, v in labels.items() if v not in chosen}
+        if unknown:
+            raise ValueError(f"{config_file}: model {entry.name}'s labels {unknown} name versions it does not serve "
+                             f"({chosen}).")
+        specs.append(ModelSpec(entry.name, {v: found[v] for v in chosen}, labels))
+    return specs
+
+
+def serve(specs, host="127.0.0.1", port=8501, max_batch_size=32, batch_timeout_micros=2000, limits=None,
+          grace_period=30, access_log=False):
+    """Serves `specs` (`model_specs`) until SIGTERM or Ctrl-C, then finishes the requests in
+    flight (up to `grace_period` seconds). Every version of every model is loaded and its first
+    call traced before the port opens.
+
+    Routes: TF Serving's `POST /v1/models/NAME[/versions/N | /labels/L]:predict` and
+    `GET /v1/models/NAME[/versions/N]` (its status); KServe's `/v2/models/NAME[/versions/N]/infer`,
+    `/v2/health/live`, `/v2/health/ready`, `/v2/models/NAME/ready`; Prometheus' `/metrics`.
+    A bad request gets a 400 and one log line, not a traceback; `access_log` logs every request
+    (uvicorn's access log), which costs throughput under load.
+
+    Example:
+        ```python
+        from keras_bert_lib.serve.server import model_specs, serve
+        # serve(model_specs(["exported/saved_model"]), port=8501)
+        ```
+    """
+    argv, sys.argv = sys.argv, sys.argv[:1]  # KServe reads the command line when imported: ours is not its
+    try:
+        from kserve.model_server import ModelServer, app
+        from prometheus_client import Histogram
+
+        from keras_bert_lib.serve.routes import QuietRESTServer, add_routes
+        from keras_bert_lib.serve.served_model import ServedModel
+    finally:
+        sys.argv = argv
+
+    batch_rows = Histogram("keras_bert_batch_rows", "Rows (texts) per model call", ["model_name"],
+                           buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256))
+    server = ModelServer(http_port=port, enable_grpc=False, grace_period=grace_period, workers=1)
+    for name in ("kserve", "kserve.trace", "uvicorn.error"):  # per-request timings and start-up chatter
+        logging.getLogger(name).setLevel(logging.WARNING)
+    logging.getLogger("uvicorn.access").setLevel(logging.INFO if access_log else logging.WARNING)
+    served = {}
+    for spec in specs:
+        for version, path in sorted(spec.versions.items()):
+            name = spec.name if version == spec.default else f"{spec.name}@{version}"
+            model = ServedModel(name, path, str(version), max_batch_size, batch_timeout_micros, limits or Limits(),
+                                on_batch=batch_rows.labels(model_name=spec.name).observe)
+            logger.warning("Loading %s version %d from %s", spec.name, version, path)
+            model.load()
+            server.register_model(model, name)
+            if version == spec.default:
+                server.register_model(model, f"{spec.name}@{version}")
+            served[(spec.name, version)] = model
+    add_routes(app, server.dataplane, specs)
+    rest = QuietRESTServer("kserve.model_server:app", server.dataplane, server.model_repository_extension, port,
+                      grace_period=grace_period)
+    rest.config.host = host  # KServe binds every interface; a local server binds loopback unless told
+
+    async def run():
+        server.setup_event_loop()
+        await rest.start()
+
+    # KServe answers with FastAPI's ORJSONResponse, which FastAPI now calls deprecated, once per route.
+    warnings.filterwarnings("ignore", message="ORJSONResponse is deprecated")
+
+    logger.warning("Serving %s on http://%s:%d", ", ".join(spec.name for spec in specs), host, port)
+    asyncio.run(run())

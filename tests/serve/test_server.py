@@ -1,0 +1,214 @@
+"""`keras-bert serve` on loopback: export/serving/predict.json answered as the Keras model answers,
+for every task model; versions, labels and models.config; health and metrics; TF Serving's
+error shape for every bad request; a client that disconnects; SIGTERM drains what is in flight;
+batching under concurrent clients (the suite's small load test; bench/serve_load.py is the
+full one)."""
+
+import json
+import os
+import signal
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from keras_bert_lib import SentenceEmbedder
+from keras_bert_lib.export import export_saved_model
+from keras_bert_lib.export.signatures import task_outputs
+from keras_bert_lib.serve.loadgen import run_load
+from tests.export.test_saved_model import _models
+from tests.models.test_task_models import _preprocessor, _tiny
+from tests.serve.server_process import call, running_server
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("serve")]
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PREDICT_JSON = json.load(open(os.path.join(ROOT, "export", "serving", "predict.json"), encoding="utf-8"))
+TEXTS = PREDICT_JSON["inputs"]["text"]
+PAIRS = ["good acting", "film", "a bot ."]
+
+
+def _task_models():
+    models = {name: value for name, value in _models().items() if name != "encoder"}
+    models["embedder"] = (SentenceEmbedder(_tiny(), preprocessor=_preprocessor()), False)
+    return models
+
+
+def _expected(model, pair):
+    ids = {k: v.numpy() for k, v in model.preprocessor((TEXTS, PAIRS) if pair else TEXTS).items()}
+    return {k: np.asarray(v) for k, v in task_outputs(model, ids).items()}
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """Every task model, and a classifier in two versions behind a models.config, on one server."""
+    folder = tmp_path_factory.mktemp("serve")
+    expected, arguments = {}, []
+    for name, (model, pair) in _task_models().items():
+        export_saved_model(model, folder / name, pair=pair)
+        expected[name] = _expected(model, pair)
+        arguments.append(f"{name}={folder / name}")
+    second = TextClassifierVersion2()
+    export_saved_model(second, folder / "classifier", version=2)
+    expected["classifier@2"] = _expected(second, False)
+    config = folder / "models.config"
+    config.write_text('model_config_list { config { name: "versioned" base_path: "%s" model_platform: "tensorflow" '
+                      'model_version_policy { all {} } version_labels { key: "stable" value: 1 } '
+                      'version_labels { key: "canary" value: 2 } } }' % (folder / "classifier"))
+    with running_server([*arguments[1:], "--model-config-file", str(config), "--max-batch-size", "16"],
+                        str(folder)) as (url, process):
+        yield url, expected, folder
+
+
+def TextClassifierVersion2():
+    from keras_bert_lib import TextClassifier
+
+    return TextClassifier(_tiny(), 3, preprocessor=_preprocessor(), class_names=["a", "b", "c"])
+
+
+def _check(got, want, name):
+    for key, value in want.items():
+        np.testing.assert_allclose(np.asarray(got[key]), value, atol=1e-5, rtol=0, err_msg=f"{name} {key}")
+
+
+def test_predict_json_is_answered_as_the_keras_model_answers_for_every_task_model(served):
+    url, expected, _ = served
+    for name, (_, pair) in _task_models().items():
+        model = "versioned" if name == "classifier" else name  # the classifier's folder is behind models.config
+        body = json.loads(json.dumps(PREDICT_JSON))
+        if pair:
+            body["inputs"]["text_pair"] = PAIRS
+        status, answer = call(url, "POST", f"/v1/models/{model}{'/versions/1' if model == 'versioned' else ''}"
+                                           ":predict", body)
+        assert status == 200, (name, answer)
+        want = expected[name]
+        outputs = answer["outputs"] if len(want) > 1 else {next(iter(want)): answer["outputs"]}
+        _check(outputs, want, name)
+        # The row format: one object of outputs per text (or the value itself for one output).
+        rows = [{"text": t, "text_pair": p} for t, p in zip(TEXTS, PAIRS)] if pair else TEXTS
+        status, answer = call(url, "POST", f"/v1/models/{model}:predict" if model != "versioned"
+                              else "/v1/models/versioned/labels/stable:predict", {"instances": rows})
+        assert status == 200, (name, answer)
+        predictions = answer["predictions"]
+        columns = {k: [p[k] for p in predictions] for k in want} if len(want) > 1 else \
+            {next(iter(want)): predictions}
+        _check(columns, want, name)
+
+
+def test_the_open_inference_protocol_answers_the_same(served):
+    url, expected, _ = served
+    body = {"inputs": [{"name": "text", "datatype": "BYTES", "shape": [3], "data": TEXTS},
+                       {"name": "text_pair", "datatype": "BYTES", "shape": [3], "data": PAIRS}]}
+    status, answer = call(url, "POST", "/v2/models/cross_encoder/infer", body)
+    assert status == 200, answer
+    score = next(o for o in answer["outputs"] if o["name"] == "score")
+    assert score["shape"] == [3] and score["datatype"] == "FP32"
+    np.testing.assert_allclose(score["data"], expected["cross_encoder"]["score"], atol=1e-5)
+    status, answer = call(url, "POST", "/v2/models/versioned/versions/2/infer", {"inputs": [body["inputs"][0]]})
+    assert status == 200, answer
+    probabilities = next(o for o in answer["outputs"] if o["name"] == "probabilities")
+    np.testing.assert_allclose(np.reshape(probabilities["data"], probabilities["shape"]),
+                               expected["classifier@2"]["probabilities"], atol=1e-5)
+
+
+def test_versions_labels_and_tf_servings_model_status(served):
+    url, expected, _ = served
+    status, answer = call(url, "GET", "/v1/models/versioned")
+    assert status == 200 and answer["ready"] is True
+    assert [(s["version"], s["state"]) for s in answer["model_version_status"]] == [("1", "AVAILABLE"),
+                                                                                     ("2", "AVAILABLE")]
+    for path, want in [("/v1/models/versioned:predict", "classifier@2"),  # no version: the highest
+                       ("/v1/models/versioned/labels/canary:predict", "classifier@2"),
+                       ("/v1/models/versioned/versions/1:predict", "classifier")]:
+        status, answer = call(url, "POST", path, {"inputs": {"text": TEXTS}})
+        assert status == 200, (path, answer)
+        _check(answer["outputs"], expected[want], path)
+    status, answer = call(url, "POST", "/v1/models/versioned/versions/7:predict", {"instances": ["a"]})
+    assert status == 404 and "version 7; it serves [1, 2]" in answer["error"]
+    status, answer = call(url, "POST", "/v1/models/nothing:predict", {"instances": ["a"]})
+    assert status == 404 and "nothing" in answer["error"]
+
+
+def test_health_readiness_and_prometheus_metrics(served):
+    url, _, _ = served
+    assert call(url, "GET", "/v2/health/live")[0] == 200
+    assert call(url, "GET", "/v2/health/ready")[0] == 200
+    assert call(url, "GET", "/v2/models/embedder/ready")[0] == 200
+    call(url, "POST", "/v1/models/embedder:predict", {"instances": ["good film"]})
+    status, metrics = call(url, "GET", "/metrics")
+    assert status == 200
+    assert 'keras_bert_batch_rows_count{model_name="embedder"}' in metrics
+    assert 'request_predict_seconds_count{model_name="embedder"}' in metrics
+
+
+@pytest.mark.parametrize("body, words", [
+    (b"{not json", "Unrecognized request format"),
+    ({"instances": [{"sentence": "good film"}]}, "Unknown: sentence. Missing: text"),
+    ({"instances": [42]}, "instance 0.text is a JSON number, not a string"),
+    ({"instances": []}, "holds no texts"),
+    ({"instances": ["good film"] * 10_000}, "10,000 texts; this server takes at most 1,024"),
+    ({"instances": ["x" * 1_000_000]}, "has 1,000,000 bytes; this server takes at most 65,536"),
+])
+def test_every_bad_request_gets_a_400_that_names_it_and_the_server_keeps_serving(served, body, words):
+    url, expected, _ = served
+    status, answer = call(url, "POST", "/v1/models/embedder:predict", body)
+    assert status == 400 and words in answer["error"], (status, answer)
+    status, answer = call(url, "POST", "/v1/models/embedder:predict", {"instances": TEXTS})
+    assert status == 200
+    _check({"embeddings": answer["predictions"]}, expected["embedder"], "after a bad request")
+
+
+def test_a_bad_open_inference_body_gets_a_400_in_tf_servings_error_shape(served):
+    url, _, _ = served
+    status, answer = call(url, "POST", "/v2/models/embedder/infer", {"inputs": [{"name": "text"}]})
+    assert status == 400 and "not an inference request" in answer["error"]
+    status, answer = call(url, "POST", "/v2/models/embedder/infer",
+                          {"inputs": [{"name": "text", "datatype": "INT32", "shape": [1], "data": [1]}]})
+    assert status == 400 and "datatype BYTES" in answer["error"]
+
+
+def test_a_client_that_disconnects_mid_request_leaves_the_server_serving(served):
+    url, expected, _ = served
+    port = int(url.rsplit(":", 1)[1])
+    body = json.dumps({"instances": ["good film"] * 1000}).encode()
+    for cut in (len(body) // 2, len(body)):  # mid-body, and after the body before the answer
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            s.sendall(b"POST /v1/models/embedder:predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: %d\r\n\r\n" % len(body) + body[:cut])
+    time.sleep(1)
+    status, answer = call(url, "POST", "/v1/models/embedder:predict", {"instances": TEXTS})
+    assert status == 200
+    _check({"embeddings": answer["predictions"]}, expected["embedder"], "after a disconnect")
+
+
+def test_batching_serves_concurrent_clients_faster_and_sigterm_drains_the_requests_in_flight(served):
+    """16 clients sending one text each: batched (16) against unbatched (1), the same requests,
+    alternating three rounds (the machine is shared: medians of rounds run side by side)."""
+    url, _, folder = served
+    bodies = [{"instances": [t]} for t in TEXTS + PAIRS]
+    with running_server([f"embedder={folder / 'embedder'}", "--max-batch-size", "1"], str(folder)) as (alone, process):
+        rounds = {"batched": [], "unbatched": []}
+        for _ in range(3):
+            for name, server in (("batched", url), ("unbatched", alone)):
+                result = run_load(f"{server}/v1/models/embedder:predict", bodies, concurrency=16, requests=160,
+                                  time_limit=120)
+                assert result["requests"] == 160 and result["errors"] == 0, result
+                rounds[name].append(result)
+        # SIGTERM while a large request runs: it is answered, then the server exits.
+        answers = []
+        slow = threading.Thread(target=lambda: answers.append(call(alone, "POST", "/v1/models/embedder:predict",
+                                                                   {"instances": ["good film ."] * 1000})))
+        slow.start()
+        time.sleep(0.3)
+        process.send_signal(signal.SIGTERM)
+        slow.join(120)
+        assert answers and answers[0][0] == 200 and len(answers[0][1]["predictions"]) == 1000
+        assert process.wait(60) is not None
+    median = {name: sorted(results, key=lambda r: r["requests_per_second"])[1] for name, results in rounds.items()}
+    ratio = median["batched"]["requests_per_second"] / median["unbatched"]["requests_per_second"]
+    print(f"batched {median['batched']['requests_per_second']:.0f} req/s (p99 {median['batched']['p99_ms']:.0f} ms), "
+          f"unbatched {median['unbatched']['requests_per_second']:.0f} req/s (p99 "
+          f"{median['unbatched']['p99_ms']:.0f} ms): {ratio:.2f}x")
+    assert ratio > 1.5, rounds  # bench/serve_load.py measures all-MiniLM-L6-v2 on a quiet machine

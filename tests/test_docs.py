@@ -72,6 +72,7 @@ def test_the_front_page_reaches_every_task_in_one_link():
         "fine-tune": "finetuning.md",
         "export": "export.md",
         "serve with TF Serving": "export.md",
+        "serve over HTTP here": "serve.md",
     }
     for task, target in rows.items():
         line = next((ln for ln in front.splitlines() if ln.startswith(f"| {task}")), None)

@@ -53,6 +53,9 @@ def served(tmp_path_factory):
     second = TextClassifierVersion2()
     export_saved_model(second, folder / "classifier", version=2)
     expected["classifier@2"] = _expected(second, False)
+    (folder / "run").mkdir()
+    second.save(folder / "run" / "model.keras")  # a run folder: exported when the server starts
+    arguments.append(str(folder / "run"))
     config = folder / "models.config"
     config.write_text('model_config_list { config { name: "versioned" base_path: "%s" model_platform: "tensorflow" '
                       'model_version_policy { all {} } version_labels { key: "stable" value: 1 } '
@@ -95,6 +98,13 @@ def test_predict_json_is_answered_as_the_keras_model_answers_for_every_task_mode
         columns = {k: [p[k] for p in predictions] for k in want} if len(want) > 1 else \
             {next(iter(want)): predictions}
         _check(columns, want, name)
+
+
+def test_a_run_folder_is_exported_on_start_and_served_under_its_folders_name(served):
+    url, expected, _ = served
+    status, answer = call(url, "POST", "/v1/models/run:predict", {"inputs": {"text": TEXTS}})
+    assert status == 200, answer
+    _check(answer["outputs"], expected["classifier@2"], "run folder")
 
 
 def test_the_open_inference_protocol_answers_the_same(served):

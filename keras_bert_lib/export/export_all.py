@@ -87,7 +87,8 @@ def check_export_target(output, formats=FORMATS, version=1, flag="--output"):
 def export_all(model, output, formats=DEFAULT_FORMATS, quantize=(None,), version=1, pair=None, text=True, optimize=True,
                model_path=None, log=None, dtype="auto"):
     """Writes each of `formats` into `output`, every file checked against the Keras model as it
-    is made; returns {artefact: path}, the keys `parity_report` takes.
+    is made; returns {artefact: path}, the keys `parity_report` takes ("saved_model", or
+    "saved_model bfloat16" for bfloat16 weights, "tflite", "onnx dynamic_int8", ...).
 
     `output/saved_model/<version>/` (TF Serving), `output/model[_<quantize>].tflite`,
     `output/model[_int8].onnx`, `output/openvino/model.xml` (and `.bin`; float32 weights, the
@@ -142,9 +143,10 @@ def export_all(model, output, formats=DEFAULT_FORMATS, quantize=(None,), version
         from keras_bert_lib.models import with_dtype
 
         served = with_dtype(model, "bfloat16") if weights == "bfloat16" else model
-        exported["saved_model"] = export_saved_model(served, os.path.join(output, "saved_model"), version=version,
-                                                     pair=pair, preprocessor=getattr(model, "preprocessor", None))
-        say(f"saved_model: {exported['saved_model']} ({weights} weights; {why})")
+        key = "saved_model" if weights == "float32" else f"saved_model {weights}"  # the parity table's row
+        exported[key] = export_saved_model(served, os.path.join(output, "saved_model"), version=version, pair=pair,
+                                           preprocessor=getattr(model, "preprocessor", None))
+        say(f"saved_model: {exported[key]} ({weights} weights; {why})")
     for fmt, q in jobs:
         if fmt == "tflite":
             options = dict(quantization=q, text=text, pair=pair)

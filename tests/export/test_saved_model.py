@@ -186,13 +186,13 @@ def test_a_bfloat16_savedmodel_stores_bfloat16_weights_answers_float32_and_keeps
 
     model = TextClassifier(_tiny(), 3, preprocessor=_preprocessor())
     exported = export_all(model, str(tmp_path), formats=["saved_model"], dtype="bfloat16")
-    stored = tf.train.load_checkpoint(os.path.join(exported["saved_model"], "variables", "variables"))
+    stored = tf.train.load_checkpoint(os.path.join(exported["saved_model bfloat16"], "variables", "variables"))
     dtypes = [d for name, d in stored.get_variable_to_dtype_map().items() if "OBJECT_GRAPH" not in name]
     # The encoder's kernels and embeddings stored once in bfloat16; the head and layer norms float32.
     assert dtypes.count(tf.bfloat16) > dtypes.count(tf.float32) > 0
-    loaded = tf.saved_model.load(exported["saved_model"])
+    loaded = tf.saved_model.load(exported["saved_model bfloat16"])
     served = loaded.signatures["serving_default"](text=tf.constant(TEXTS))
     assert served["probabilities"].dtype == tf.float32
     rows = parity_report(model, exported, check_batch(model, batch=8, length=12))
-    saved = next(r for r in rows if r["artefact"] == "saved_model")
+    saved = next(r for r in rows if r["artefact"] == "saved_model bfloat16")
     assert saved["cosine"] >= 0.999 and saved["agreement"] >= 0.875, rows

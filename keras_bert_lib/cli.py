@@ -271,8 +271,7 @@ def _serve_flags(parser):
     parser.add_argument("--grace-period", type=positive, default=30,
                         help="seconds SIGTERM waits for the requests in flight (default: 30)")
     parser.add_argument("--access-log", action="store_true",
-                        help="log every request, as uvicorn's access log; it costs throughput under load (default: "
-                             "off: bad requests are logged at INFO, start-up and errors always)")
+                        help="log every request (uvicorn's access log); it costs throughput under load (default: off)")
 
 
 def _serve(args):

@@ -28,7 +28,6 @@ class ServedModel(Model):
     Args:
         name: str. The model's name in the URLs.
         path: str. The SavedModel folder (one version).
-        version: str or None. Its TF Serving version, for the status answer.
         max_batch_size, batch_timeout_micros: the batcher's (`Batcher`); 1 turns batching off.
         limits: `Limits` of one request.
     Example:
@@ -38,10 +37,9 @@ class ServedModel(Model):
         ```
     """
 
-    def __init__(self, name, path, version=None, max_batch_size=32, batch_timeout_micros=2000, limits=None,
-                 on_batch=None):
+    def __init__(self, name, path, max_batch_size=32, batch_timeout_micros=2000, limits=None, on_batch=None):
         super().__init__(name)
-        self.path, self.version, self.limits = path, version, limits or Limits()
+        self.path, self.limits = path, limits or Limits()
         self.signature = self.inputs = self.outputs = None
         self.batcher = Batcher(self._run, max_batch_size, batch_timeout_micros, on_batch)
 

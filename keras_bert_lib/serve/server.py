@@ -176,21 +176,19 @@ def serve(specs, host="127.0.0.1", port=8501, max_batch_size=32, batch_timeout_m
     for name in ("kserve", "kserve.trace", "uvicorn.error"):  # per-request timings and start-up chatter
         logging.getLogger(name).setLevel(logging.WARNING)
     logging.getLogger("uvicorn.access").setLevel(logging.INFO if access_log else logging.WARNING)
-    served = {}
     for spec in specs:
         for version, path in sorted(spec.versions.items()):
             name = spec.name if version == spec.default else f"{spec.name}@{version}"
-            model = ServedModel(name, path, str(version), max_batch_size, batch_timeout_micros, limits or Limits(),
+            model = ServedModel(name, path, max_batch_size, batch_timeout_micros, limits or Limits(),
                                 on_batch=batch_rows.labels(model_name=spec.name).observe)
             logger.warning("Loading %s version %d from %s", spec.name, version, path)
             model.load()
             server.register_model(model, name)
             if version == spec.default:
                 server.register_model(model, f"{spec.name}@{version}")
-            served[(spec.name, version)] = model
     add_routes(app, server.dataplane, specs)
     rest = QuietRESTServer("kserve.model_server:app", server.dataplane, server.model_repository_extension, port,
-                      grace_period=grace_period)
+                           grace_period=grace_period)
     rest.config.host = host  # KServe binds every interface; a local server binds loopback unless told
 
     async def run():

@@ -56,3 +56,13 @@ def test_what_is_not_a_model_is_refused_by_name(tmp_path):
     _versions(tmp_path / "a", 1)
     with pytest.raises(ValueError, match="The model name x is given twice"):
         model_specs([f"x={tmp_path / 'a'}", f"x={tmp_path / 'a' / '1'}"])
+
+
+def test_serve_help_gives_every_flag_its_default(capsys, monkeypatch):
+    from keras_bert_lib.cli import main
+
+    monkeypatch.setenv("COLUMNS", "200")
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    flags = capsys.readouterr().out.split("\n  --")[1:]
+    assert len(flags) == 9 and all("(default" in f for f in flags), flags

@@ -97,11 +97,12 @@ def predict_rows(model, rows, names=None):
 
 
 def _saved_model_folder(path):
+    from keras_bert_lib.export.saved_model import saved_model_versions
+
     if os.path.isfile(os.path.join(path, "saved_model.pb")):
         return path
-    versions = [v for v in os.listdir(path) if v.isdigit()] if os.path.isdir(path) else []
-    versions = [v for v in versions if os.path.isfile(os.path.join(path, v, "saved_model.pb"))]
-    return os.path.join(path, max(versions, key=int)) if versions else None
+    versions = saved_model_versions(path)
+    return versions[max(versions)] if versions else None
 
 
 def _keras_model(path):
@@ -140,16 +141,9 @@ def _embedding_rows(model, columns):
 def _saved_model(path, batch_size):
     import tensorflow as tf
 
-    from keras_bert_lib.text.tf_text import import_tensorflow_text
+    from keras_bert_lib.export.saved_model import load_text_signature, plain
 
-    import_tensorflow_text("A SavedModel on raw strings")  # registers the tokenizer's ops before loading
-    signature = tf.saved_model.load(path).signatures.get("serving_default")
-    inputs = signature.structured_input_signature[1] if signature is not None else {}
-    if not inputs or any(spec.dtype != tf.string for spec in inputs.values()):
-        raise ValueError(f"{path}: its serving_default does not take raw strings; export the model with its "
-                         "preprocessor (keras-bert export --format saved_model).")
-    roles = tuple(r for r in ("text", "text_pair") if r in inputs) or tuple(sorted(inputs))
-    names = list(signature.structured_outputs)
+    signature, roles, names = load_text_signature(path)
     renamed = {"embeddings": "embedding"}
 
     def rows(columns):
@@ -161,18 +155,10 @@ def _saved_model(path, batch_size):
             out = signature(**{r: tf.constant([t[i] for i in batch]) for r, t in zip(roles, texts)})
             values = {renamed.get(k, k): out[k].numpy() for k in names}
             for j, i in enumerate(batch):
-                results[i] = {k: v[j] if k == "embedding" else _plain(v[j]) for k, v in values.items()}
+                results[i] = {k: v[j] if k == "embedding" else plain(v[j]) for k, v in values.items()}
         return results
 
     return _with_fields(CorpusModel(path, roles, (), rows, [], "embeddings" in names))
-
-
-def _plain(value):
-    if isinstance(value, bytes):
-        return value.decode("utf-8")
-    if isinstance(value, np.ndarray):
-        return [_plain(v) for v in value] if value.dtype == object else value.tolist()
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def _with_fields(model):

@@ -13,6 +13,7 @@ from keras_bert_lib.export.openvino import export_openvino
 from keras_bert_lib.export.saved_model import export_saved_model
 from keras_bert_lib.export.tflite import export_tflite
 from keras_bert_lib.file_checks import check_writable_folder
+from keras_bert_lib.models import with_dtype
 
 FORMATS = ("saved_model", "tflite", "onnx", "openvino")
 DEFAULT_FORMATS = ("saved_model", "tflite", "onnx")  # OpenVINO is an extra of its own
@@ -140,8 +141,6 @@ def export_all(model, output, formats=DEFAULT_FORMATS, quantize=(None,), version
     say = log or (lambda line: None)
     exported = {}
     if "saved_model" in formats:
-        from keras_bert_lib.models import with_dtype
-
         served = with_dtype(model, "bfloat16") if weights == "bfloat16" else model
         key = "saved_model" if weights == "float32" else f"saved_model {weights}"  # the parity table's row
         exported[key] = export_saved_model(served, os.path.join(output, "saved_model"), version=version, pair=pair,

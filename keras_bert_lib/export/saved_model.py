@@ -4,6 +4,7 @@ import os
 import shutil
 import tempfile
 
+import numpy as np
 import tensorflow as tf
 
 from keras_bert_lib.export.signatures import ServingModule
@@ -61,3 +62,59 @@ def export_saved_model(model, base_dir, preprocessor=None, version=1, pair=None)
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return target
+
+
+def saved_model_versions(base_dir):
+    """{version: folder} of the numbered SavedModel folders in TF Serving's model folder
+    `base_dir` ({} if there are none).
+
+    Example:
+        ```python
+        from keras_bert_lib.export.saved_model import saved_model_versions
+        # saved_model_versions("exported/saved_model")   # {1: "exported/saved_model/1"}
+        ```
+    """
+    if not os.path.isdir(base_dir):
+        return {}
+    return {int(v): os.path.join(base_dir, v) for v in os.listdir(base_dir)
+            if v.isdigit() and os.path.isfile(os.path.join(base_dir, v, "saved_model.pb"))}
+
+
+def load_text_signature(path):
+    """(the `serving_default` signature, its string input names, its output names) of the
+    SavedModel version folder `path`, with tensorflow-text's ops registered first; a ValueError
+    if the signature does not take raw strings. Inputs are ("text",) or ("text", "text_pair").
+
+    Example:
+        ```python
+        from keras_bert_lib.export.saved_model import load_text_signature
+        # signature, inputs, outputs = load_text_signature("exported/saved_model/1")
+        ```
+    """
+    from keras_bert_lib.text.tf_text import import_tensorflow_text
+
+    import_tensorflow_text("A SavedModel on raw strings")
+    signature = tf.saved_model.load(path).signatures.get("serving_default")
+    specs = signature.structured_input_signature[1] if signature is not None else {}
+    if not specs or any(spec.dtype != tf.string for spec in specs.values()):
+        raise ValueError(f"{path}: its serving_default does not take raw strings; export the model with its "
+                         "preprocessor (keras-bert export --format saved_model).")
+    inputs = tuple(n for n in ("text", "text_pair") if n in specs) or tuple(sorted(specs))
+    return signature, inputs, tuple(sorted(signature.structured_outputs))
+
+
+def plain(value):
+    """A signature's output row as JSON-ready Python: lists and numbers, strings decoded from UTF-8.
+
+    Example:
+        ```python
+        import numpy as np
+        from keras_bert_lib.export.saved_model import plain
+        plain(np.array([b"B-X", b"O"], dtype=object)), plain(np.float32(0.5))   # (['B-X', 'O'], 0.5)
+        ```
+    """
+    value = np.asarray(value)
+    if value.dtype.kind in "SO":
+        decode = np.vectorize(lambda v: v.decode("utf-8", "replace") if isinstance(v, bytes) else v, otypes=[object])
+        value = decode(value)
+    return value.tolist()

@@ -10,9 +10,21 @@ import json
 
 import numpy as np
 
+from keras_bert_lib.export.saved_model import plain
+
 
 class BadRequest(ValueError):
-    """A request body the server cannot run; the message names the problem (HTTP 400)."""
+    """A request body the server cannot run; the message names the problem (HTTP 400).
+
+    Example:
+        ```python
+        from keras_bert_lib.serve.protocol import BadRequest, Limits, v1_rows
+        try:
+            v1_rows({"instances": []}, ("text",), Limits())
+        except BadRequest as e:
+            print(e)   # The request holds no texts; send at least one.
+        ```
+    """
 
 
 def v1_rows(body, inputs, limits):
@@ -78,11 +90,11 @@ def v1_response(results, columnar):
     """
     names = list(results[0]) if results else []
     if columnar:
-        columns = {name: [_plain(r[name]) for r in results] for name in names}
+        columns = {name: [plain(r[name]) for r in results] for name in names}
         return {"outputs": columns[names[0]] if len(names) == 1 else columns}
     if len(names) == 1:
-        return {"predictions": [_plain(r[names[0]]) for r in results]}
-    return {"predictions": [{name: _plain(r[name]) for name in names} for r in results]}
+        return {"predictions": [plain(r[names[0]]) for r in results]}
+    return {"predictions": [{name: plain(r[name]) for name in names} for r in results]}
 
 
 def v2_rows(request, inputs, limits):
@@ -222,11 +234,3 @@ def _kind(value):
 
 def _names(names):
     return " and ".join(", ".join(names).rsplit(", ", 1)) if names else ""
-
-
-def _plain(value):
-    value = np.asarray(value)
-    if value.dtype.kind in "SO":
-        decode = np.vectorize(lambda v: v.decode("utf-8", "replace") if isinstance(v, bytes) else v, otypes=[object])
-        value = decode(value)
-    return value.tolist()

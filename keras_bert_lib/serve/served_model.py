@@ -6,9 +6,9 @@ import tensorflow as tf
 from kserve import InferRequest, Model
 from kserve.errors import InvalidInput
 
+from keras_bert_lib.export.saved_model import load_text_signature
 from keras_bert_lib.serve.batcher import Batcher
 from keras_bert_lib.serve.protocol import BadRequest, Limits, v1_response, v1_rows, v2_response, v2_rows
-from keras_bert_lib.text.tf_text import import_tensorflow_text
 
 # Per-token outputs: their length is the batch's longest text, so requests are not merged.
 PER_TOKEN = ("sequence_output", "start_logits", "end_logits", "logits", "tag_ids")
@@ -37,21 +37,14 @@ class ServedModel(Model):
         ```
     """
 
-    def __init__(self, name, path, max_batch_size=32, batch_timeout_micros=2000, limits=None, on_batch=None):
+    def __init__(self, name, path, max_batch_size=32, batch_timeout_micros=2000, limits=Limits(), on_batch=None):
         super().__init__(name)
-        self.path, self.limits = path, limits or Limits()
+        self.path, self.limits = path, limits
         self.signature = self.inputs = self.outputs = None
         self.batcher = Batcher(self._run, max_batch_size, batch_timeout_micros, on_batch)
 
     def load(self):
-        import_tensorflow_text("A SavedModel on raw strings")  # registers the tokenizer's ops first
-        self.signature = tf.saved_model.load(self.path).signatures.get("serving_default")
-        specs = self.signature.structured_input_signature[1] if self.signature is not None else {}
-        if not specs or any(spec.dtype != tf.string for spec in specs.values()):
-            raise ValueError(f"{self.path}: its serving_default does not take raw strings; export the model with its "
-                             "preprocessor (keras-bert export --format saved_model).")
-        self.inputs = tuple(n for n in ("text", "text_pair") if n in specs) or tuple(sorted(specs))
-        self.outputs = tuple(sorted(self.signature.structured_outputs))
+        self.signature, self.inputs, self.outputs = load_text_signature(self.path)
         self._run([[{name: "a" for name in self.inputs}]])  # the first call traces: not a client's wait
         self.ready = True
         return self.ready

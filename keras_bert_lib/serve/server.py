@@ -2,13 +2,18 @@
 `ModelServer`, with TF Serving's model layout, versions and REST API."""
 
 import asyncio
+import atexit
 import dataclasses
 import logging
 import os
+import shutil
+import signal
+import socket
 import sys
 import tempfile
 import warnings
 
+from keras_bert_lib.export.saved_model import saved_model_versions
 from keras_bert_lib.serve.protocol import Limits
 
 logger = logging.getLogger(__name__)
@@ -63,12 +68,12 @@ def model_specs(models=(), model_config_file=None):
 
 
 def _spec(argument):
-    name, _, path = argument.rpartition("=") if "=" in argument and not os.path.exists(argument) else ("", "", argument)
+    name, _, path = argument.partition("=") if "=" in argument and not os.path.exists(argument) else ("", "", argument)
     path = os.path.normpath(path)
     if not os.path.exists(path):
         raise ValueError(f"{path}: no such folder; pass an exported SavedModel (keras-bert export --format "
                          "saved_model), TF Serving's model folder of versions, or a fine-tuning run's folder.")
-    versions = _versions(path)
+    versions = saved_model_versions(path)
     if os.path.isfile(os.path.join(path, "saved_model.pb")):
         folder = os.path.basename(path)
         version = int(folder) if folder.isdigit() else 1
@@ -87,13 +92,6 @@ def _name_of(path):
     return os.path.basename(os.path.dirname(os.path.abspath(path))) if name == "saved_model" else name
 
 
-def _versions(base):
-    if not os.path.isdir(base):
-        return {}
-    return {int(v): os.path.join(base, v) for v in os.listdir(base)
-            if v.isdigit() and os.path.isfile(os.path.join(base, v, "saved_model.pb"))}
-
-
 def _export_run(path):
     from keras_bert_lib.export import export_saved_model, load_model_file
     from keras_bert_lib.tasks import task_of_run
@@ -102,6 +100,7 @@ def _export_run(path):
     task = task_of_run(file)
     pair = (task is not None and len(task.serves.inputs) == 2) or None
     folder = tempfile.mkdtemp(prefix="keras-bert-serve-")
+    atexit.register(shutil.rmtree, folder, True)  # gone when the server stops (serve turns SIGTERM into an exit)
     logger.warning("Exporting %s to %s to serve it (keras-bert export --format saved_model keeps one).", file, folder)
     return export_saved_model(model, folder, pair=pair)
 
@@ -110,6 +109,8 @@ def _config_specs(config_file):
     from google.protobuf import text_format
     from tensorflow_serving.config import model_server_config_pb2
 
+    if not os.path.isfile(config_file):
+        raise ValueError(f"{config_file}: no such file; --model-config-file takes TF Serving's models.config.")
     config = model_server_config_pb2.ModelServerConfig()
     try:
         with open(config_file, encoding="utf-8") as f:
@@ -118,7 +119,7 @@ def _config_specs(config_file):
         raise ValueError(f"{config_file}: not TF Serving's model config ({e}).") from None
     specs = []
     for entry in config.model_config_list.config:
-        found = _versions(entry.base_path)
+        found = saved_model_versions(entry.base_path)
         if not found:
             raise ValueError(f"{config_file}: model {entry.name}'s base_path {entry.base_path} holds no numbered "
                              "SavedModel version folders.")
@@ -142,7 +143,7 @@ def _config_specs(config_file):
     return specs
 
 
-def serve(specs, host="127.0.0.1", port=8501, max_batch_size=32, batch_timeout_micros=2000, limits=None,
+def serve(specs, host="127.0.0.1", port=8501, max_batch_size=32, batch_timeout_micros=2000, limits=Limits(),
           grace_period=30, access_log=False):
     """Serves `specs` (`model_specs`) until SIGTERM or Ctrl-C, then finishes the requests in
     flight (up to `grace_period` seconds). Every version of every model is loaded and its first
@@ -160,6 +161,7 @@ def serve(specs, host="127.0.0.1", port=8501, max_batch_size=32, batch_timeout_m
         # serve(model_specs(["exported/saved_model"]), port=8501)
         ```
     """
+    _check_port_free(host, port)  # before loading the models, not a minute later
     argv, sys.argv = sys.argv, sys.argv[:1]  # KServe reads the command line when imported: ours is not its
     try:
         from kserve.model_server import ModelServer, app
@@ -179,7 +181,7 @@ def serve(specs, host="127.0.0.1", port=8501, max_batch_size=32, batch_timeout_m
     for spec in specs:
         for version, path in sorted(spec.versions.items()):
             name = spec.name if version == spec.default else f"{spec.name}@{version}"
-            model = ServedModel(name, path, max_batch_size, batch_timeout_micros, limits or Limits(),
+            model = ServedModel(name, path, max_batch_size, batch_timeout_micros, limits,
                                 on_batch=batch_rows.labels(model_name=spec.name).observe)
             logger.warning("Loading %s version %d from %s", spec.name, version, path)
             model.load()
@@ -199,4 +201,16 @@ def serve(specs, host="127.0.0.1", port=8501, max_batch_size=32, batch_timeout_m
     warnings.filterwarnings("ignore", message="ORJSONResponse is deprecated")
 
     logger.warning("Serving %s on http://%s:%d", ", ".join(spec.name for spec in specs), host, port)
+    # uvicorn drains on SIGTERM, then raises it again to the handler it found: this one exits
+    # through Python (atexit runs) where the default would kill the process.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     asyncio.run(run())
+
+
+def _check_port_free(host, port):
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as e:
+            raise ValueError(f"Cannot listen on {host}:{port} ({e.strerror}); pick another port with --port, or "
+                             "stop what holds it.") from None

@@ -39,6 +39,8 @@ def test_models_config_policies_and_labels(tmp_path):
         specs("specific { versions: 4 }")
     with pytest.raises(ValueError, match=r"labels \{'canary': 1\} name versions it does not serve \(\[3\]\)"):
         specs("latest { num_versions: 1 }", 'version_labels { key: "canary" value: 1 }')
+    with pytest.raises(ValueError, match="missing.config: no such file"):
+        model_specs([], str(tmp_path / "missing.config"))
     config.write_text("model_config_list { nonsense")
     with pytest.raises(ValueError, match="not TF Serving's model config"):
         model_specs([], str(config))
@@ -66,3 +68,16 @@ def test_serve_help_gives_every_flag_its_default(capsys, monkeypatch):
         main(["serve", "--help"])
     flags = capsys.readouterr().out.split("\n  --")[1:]
     assert len(flags) == 9 and all("(default" in f for f in flags), flags
+
+
+def test_a_port_in_use_is_named_before_any_model_loads(tmp_path):
+    import socket
+
+    from keras_bert_lib.serve import serve
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ValueError, match=f"Cannot listen on 127.0.0.1:{port} .*pick another port with --port"):
+            serve([], port=port)

@@ -53,3 +53,40 @@ def test_attention_mask_merges_with_padding_mask():
 def test_width_not_divisible_by_heads_is_refused():
     with pytest.raises(ValueError, match="not divisible by num_heads=3"):
         MultiHeadSelfAttention(num_heads=3)(harness.hidden_states(1, 2, 8))
+
+
+@pytest.mark.parametrize("lengths", [[6, 6], [6, 3]])
+def test_fused_equals_plain_with_causal_mask(lengths):
+    """keras.ops.dot_product_attention gets the padding and a (B, T, S) mask merged, as booleans."""
+    plain = MultiHeadSelfAttention(num_heads=2, initializer_range=0.5, implementation="plain")
+    x, causal = harness.hidden_states(2, 6, 8), np.tril(np.ones((6, 6), "int32"))[None].repeat(2, 0)
+    want = plain(x, padding_mask=harness.right_padded(lengths), attention_mask=causal)
+    fused = MultiHeadSelfAttention.from_config({**plain.get_config(), "implementation": "fused"})
+    fused.build(x.shape)
+    fused.set_weights(plain.get_weights())
+    got = fused(x, padding_mask=harness.right_padded(lengths), attention_mask=causal)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=1e-6)
+
+
+def test_attention_dropout_in_training_takes_the_plain_path(monkeypatch):
+    """No fused kernel drops attention probabilities: training with that dropout runs the plain
+    path, inference (and training without it) the fused one."""
+    import keras
+
+    calls = []
+    real = keras.ops.dot_product_attention
+    monkeypatch.setattr(keras.ops, "dot_product_attention", lambda *a, **k: calls.append(1) or real(*a, **k))
+    x = harness.hidden_states(2, 6, 8)
+    layer = MultiHeadSelfAttention(num_heads=2, attention_probs_dropout_prob=0.1, implementation="fused")
+    layer(x, training=True)
+    assert calls == []
+    layer(x, training=False)
+    MultiHeadSelfAttention(num_heads=2, implementation="fused")(x, training=True)
+    assert calls == [1, 1]
+    MultiHeadSelfAttention(num_heads=2)(x)  # "auto" on TensorFlow: the plain graph the exports read
+    assert calls == [1, 1]
+
+
+def test_unknown_implementation_is_refused():
+    with pytest.raises(ValueError, match="implementation='flash' is not one of"):
+        MultiHeadSelfAttention(num_heads=2, implementation="flash")

@@ -51,6 +51,22 @@ SCRIPT = textwrap.dedent("""
     models = {"bert_tiny": kb.bert_tiny, "albert_base": kb.albert_base,
               "distilbert_base": lambda: kb.distilbert_base(num_hidden_layers=2), "heads": with_heads}
 
+    def attention_outputs():
+        # MultiHeadSelfAttention fused (keras.ops.dot_product_attention) and plain, with and
+        # without padding, from seeded weights: every backend's pair against TensorFlow's plain.
+        from keras_bert_lib.layers import MultiHeadSelfAttention
+        x = rng.normal(size=(2, 7, 16)).astype("float32")
+        weights = [rng.normal(0, 0.3, (16, 16) if i % 2 == 0 else (16,)).astype("float32") for i in range(8)]
+        results = {}
+        for implementation in ("fused", "plain"):
+            layer = MultiHeadSelfAttention(num_heads=4, implementation=implementation)
+            layer.build(x.shape)
+            layer.set_weights(weights)
+            for name, mask in (("padded", feed["padding_mask"][:, :7]), ("full", None)):
+                out = layer(x, padding_mask=mask)
+                results[f"attention/{implementation}/{name}"] = np.asarray(keras.ops.convert_to_numpy(out))
+        return results
+
     def outputs(folder):
         # Every output, keyed model/output[/part]; loads the weights if they exist, else saves them.
         results = {}
@@ -70,7 +86,7 @@ SCRIPT = textwrap.dedent("""
                 for part, array in parts:
                     value = np.asarray(keras.ops.convert_to_numpy(array), "float32")
                     results[f"{name}/{key}{'/' + part if part else ''}"] = value
-        return results
+        return {**results, **attention_outputs()}
 
     if __name__ == "__main__":  # a fresh process on another backend
         np.savez(os.path.join(sys.argv[1], backend + ".npz"), **outputs(sys.argv[1]))
@@ -111,8 +127,22 @@ def test_every_output_equals_tensorflows(outputs, backend):
     reference, others = outputs
     got = others[backend]
     assert (
-        set(got) == set(reference) and len(reference) == 2 + 2 + 1 + 7
-    )  # bert, albert, distilbert, heads (span: start and end)
+        set(got) == set(reference) and len(reference) == 2 + 2 + 1 + 7 + 4
+    )  # bert, albert, distilbert, heads (span: start and end), attention fused and plain
     for key, want in reference.items():
         diff = float(np.max(np.abs(got[key] - want)))
         assert diff <= 1e-5, f"{backend} {key}: max |diff| {diff:.2e} > 1e-5"
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
+def test_fused_attention_equals_plain(outputs, backend):
+    """keras.ops.dot_product_attention (cuDNN/SDPA where there are GPUs, XLA's math here) gives
+    the plain softmax(QKᵀ/√d)V of TensorFlow, padded keys masked, on every backend."""
+    reference, others = outputs
+    got = reference if backend == "tensorflow" else others[backend]
+    for name in ("padded", "full"):
+        fused, plain = got[f"attention/fused/{name}"], reference[f"attention/plain/{name}"]
+        diff = float(np.max(np.abs(fused - plain)))
+        assert diff <= 1e-5, f"{backend} {name}: fused differs from plain by {diff:.2e}"
+    # the padding changed something (the mask reached the fused op)
+    assert float(np.max(np.abs(got["attention/fused/padded"] - got["attention/fused/full"]))) > 1e-3

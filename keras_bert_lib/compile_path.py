@@ -129,14 +129,46 @@ def bfloat16_pays(hidden_size=None, flags=None, accelerators=None, backend=None)
     return backend == "tensorflow" and not accelerators and bfloat16_kernels(flags) is not None and wide
 
 
+def accelerator_has_bfloat16(backend=None):
+    """Whether this process's first accelerator computes in bfloat16 at full rate: a TPU, or an
+    NVIDIA GPU of compute capability 8.0 or more (Ampere, Hopper, Blackwell), as the backend sees it.
+
+    Example:
+        ```python
+        from keras_bert_lib.compile_path import accelerator_has_bfloat16
+        accelerator_has_bfloat16()   # False on a CPU-only machine
+        ```
+    """
+    backend = backend or keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        device = jax.devices()[0]
+        if device.platform == "tpu":
+            return True
+        return device.platform == "gpu" and float(getattr(device, "compute_capability", 0) or 0) >= 8.0
+    if backend == "torch":
+        import torch
+
+        return torch.cuda.is_available() and torch.cuda.get_device_capability(0) >= (8, 0)
+    import tensorflow as tf
+
+    if tf.config.list_logical_devices("TPU"):
+        return True
+    gpus = tf.config.list_physical_devices("GPU")
+    return bool(gpus) and tuple(tf.config.experimental.get_device_details(gpus[0]).get(
+        "compute_capability", (0, 0))) >= (8, 0)
+
+
 def choose_inference_dtype(setting, model_dtype="float32", hidden_size=None, flags=None, accelerators=None,
-                           backend=None):
+                           backend=None, accelerator_bfloat16=None):
     """The dtype policy a model of `model_dtype` predicts in under `setting`, or None for its own.
 
     - "auto": "bfloat16" (weights stored in bfloat16, cast once) for a float32 or
       `mixed_bfloat16` model where `bfloat16_pays`, where oneDNN's bfloat16 kernels make
-      inference 1.5 times faster (cosine to float32 at least 0.999 on real text, docs/text.md);
-      None (the model's own dtype) everywhere else.
+      inference 1.5 times faster (cosine to float32 at least 0.999 on real text, docs/text.md),
+      and on an accelerator with bfloat16 (`accelerator_has_bfloat16`: TPUs, NVIDIA GPUs from
+      Ampere on) on every backend; None (the model's own dtype) everywhere else.
     - None: the model's own dtype policy.
     - a policy name ("bfloat16", "float32", ...): that one.
 
@@ -149,8 +181,11 @@ def choose_inference_dtype(setting, model_dtype="float32", hidden_size=None, fla
     """
     policy = keras.dtype_policies.get(model_dtype) if isinstance(model_dtype, str) else model_dtype
     if setting == "auto":
-        if (policy.variable_dtype != "float32" or policy.compute_dtype not in ("float32", "bfloat16")
-                or not bfloat16_pays(hidden_size, flags, accelerators, backend)):
+        accelerators = _accelerators() if accelerators is None else accelerators
+        if accelerators and accelerator_bfloat16 is None:
+            accelerator_bfloat16 = accelerator_has_bfloat16(backend)
+        pays = bfloat16_pays(hidden_size, flags, accelerators, backend) or bool(accelerators and accelerator_bfloat16)
+        if policy.variable_dtype != "float32" or policy.compute_dtype not in ("float32", "bfloat16") or not pays:
             return None
         setting = "bfloat16"
     if setting is None:
@@ -214,3 +249,49 @@ def _cpu_name():
             return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "CPU")
     except OSError:
         return "CPU"
+
+
+def compiled_call(model):
+    """`model` on a batch of ids as one compiled program per input shape, its outputs left where
+    they were computed (on the GPU or TPU: no copy to NumPy per call, as `predict_on_batch`
+    makes). The fast path for serving loops and benchmarks that feed arrays already on the device.
+
+    - JAX: `jax.jit` of the model's `stateless_call`, fed the variables' current values each
+      call (so `fit` or `load_weights` afterwards is seen, with no recompilation);
+    - TensorFlow: a `tf.function` with XLA;
+    - PyTorch: the eager call under `torch.no_grad()`.
+
+    Args:
+        model: a Keras model (an encoder or a task model) that takes the id dict.
+    Returns:
+        a function ids → the model's outputs, as backend tensors.
+    Example:
+        ```python
+        import numpy as np
+        from keras_bert_lib import bert_tiny
+        from keras_bert_lib.compile_path import compiled_call
+        encoder = bert_tiny(num_hidden_layers=1)
+        call = compiled_call(encoder)
+        ids = {"token_ids": np.ones((2, 8), "int32"), "segment_ids": np.zeros((2, 8), "int32"),
+               "padding_mask": np.ones((2, 8), "int32")}
+        call(ids)["pooled_output"].shape   # (2, 128)
+        ```
+    """
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        jitted = jax.jit(lambda trainable, other, ids: model.stateless_call(trainable, other, ids, training=False)[0])
+        return lambda ids: jitted([v.value for v in model.trainable_variables],
+                                  [v.value for v in model.non_trainable_variables], ids)
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        return tf.function(lambda ids: model(ids, training=False), jit_compile=True)
+    import torch
+
+    def call(ids):
+        with torch.no_grad():
+            return model(ids, training=False)
+
+    return call

@@ -133,3 +133,29 @@ def test_training_runs_take_the_same_rule(monkeypatch, flags, dtype, width, jit)
 ])
 def test_a_runs_auto_dtype_is_bfloat16_only_where_it_pays(setting, width, where, want):
     assert choose_training_dtype(setting, width, **where) == want
+
+
+def test_compiled_call_is_the_model_once_per_shape_and_sees_new_weights():
+    import numpy as np
+    import tensorflow as tf
+
+    from keras_bert_lib import bert_tiny
+    from keras_bert_lib.compile_path import compiled_call
+
+    encoder = bert_tiny(num_hidden_layers=1)
+    call = compiled_call(encoder)
+
+    def ids(length):
+        return {"token_ids": np.arange(2 * length, dtype="int32").reshape(2, length) % 50 + 5,
+                "segment_ids": np.zeros((2, length), "int32"), "padding_mask": np.ones((2, length), "int32")}
+
+    for length in (8, 8, 16, 16, 8):
+        got = call(ids(length))["pooled_output"]
+        assert isinstance(got, tf.Tensor)  # not copied out to NumPy
+        np.testing.assert_allclose(got.numpy(), encoder.predict_on_batch(ids(length))["pooled_output"], atol=1e-5)
+    assert call.experimental_get_tracing_count() == 2  # one program per shape
+    before = call(ids(8))["pooled_output"].numpy()
+    kernel = encoder.weights[-2]  # the pooler's; weights change: the same program sees them
+    kernel.assign(kernel * 0.5)
+    assert call.experimental_get_tracing_count() == 2
+    assert not np.allclose(call(ids(8))["pooled_output"].numpy(), before)

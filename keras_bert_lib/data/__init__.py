@@ -4,7 +4,7 @@ the tf.data batches every fine-tuning task builds from them."""
 
 from keras_bert_lib.backend_check import require_tensorflow_backend
 
-require_tensorflow_backend("data")
+require_tensorflow_backend("data", also=("jax",))
 
 from keras_bert_lib.data.builtin import movie_reviews
 from keras_bert_lib.data.finetune_readers import Examples, label_classes, read_examples, read_splits, read_tfds

@@ -8,7 +8,7 @@ extra (`pip install "keras-bert-lib[export]"`: tf2onnx, onnxruntime), OpenVINO i
 
 from keras_bert_lib.backend_check import require_tensorflow_backend
 
-require_tensorflow_backend("export")
+require_tensorflow_backend("export", also=("jax",))
 
 from keras_bert_lib.export.export_all import DEFAULT_FORMATS, FORMATS, check_export_target, export_all, load_model_file  # noqa: E402
 from keras_bert_lib.export.onnx import export_onnx  # noqa: E402

@@ -6,6 +6,7 @@ import warnings
 
 import keras
 
+from keras_bert_lib.backend_check import require_tensorflow_for
 from keras_bert_lib.compile_path import bfloat16_kernels, bfloat16_pays, model_width
 from keras_bert_lib.export.isolated import export_isolated
 from keras_bert_lib.export.onnx import export_onnx
@@ -122,6 +123,7 @@ def export_all(model, output, formats=DEFAULT_FORMATS, quantize=(None,), version
         paths = export_all(bert_tiny(num_hidden_layers=1), tempfile.mkdtemp(), formats=["saved_model"])
         ```
     """
+    require_tensorflow_for("Exports", "keras-bert export MODEL --output DIR")
     formats = list(dict.fromkeys(formats))
     quantize = list(dict.fromkeys(quantize))
     unknown = [f for f in formats if f not in FORMATS] + [q for q in quantize if q not in QUANTIZATIONS]

@@ -2,7 +2,7 @@
 
 from keras_bert_lib.backend_check import require_tensorflow_backend
 
-require_tensorflow_backend("runs")
+require_tensorflow_backend("runs", also=("jax",))
 
 from keras_bert_lib.runs.distill import DistillConfig, run_distillation  # noqa: E402
 from keras_bert_lib.runs.finetune import finetune_config, run_finetuning  # noqa: E402

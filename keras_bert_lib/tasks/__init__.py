@@ -16,7 +16,7 @@ import os
 
 from keras_bert_lib.backend_check import require_tensorflow_backend
 
-require_tensorflow_backend("tasks")
+require_tensorflow_backend("tasks", also=("jax",))
 
 from keras_bert_lib.tasks.classify import Classify, ClassifyConfig  # noqa: E402
 from keras_bert_lib.tasks.embed import Embed, EmbedConfig  # noqa: E402

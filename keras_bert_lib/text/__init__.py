@@ -7,7 +7,7 @@ ONNX export work without it.
 
 from keras_bert_lib.backend_check import require_tensorflow_backend
 
-require_tensorflow_backend("text")
+require_tensorflow_backend("text", also=("jax",))
 
 from keras_bert_lib.text.load_preprocessor import load_preprocessor
 from keras_bert_lib.text.packer import BertPacker

@@ -2,7 +2,7 @@
 
 from keras_bert_lib.backend_check import require_tensorflow_backend
 
-require_tensorflow_backend("training")
+require_tensorflow_backend("training", also=("jax",))
 
 from keras_bert_lib.training.callbacks import PeriodicCheckpoints, StopOnNonFiniteLoss
 from keras_bert_lib.training.curves import plot_curves, read_history

@@ -2,6 +2,7 @@
 checkpoints; a Ctrl-C that Python could not raise still stops training."""
 
 import math
+import os
 import sys
 
 import keras
@@ -37,12 +38,15 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
 
 
 class PeriodicCheckpoints(keras.callbacks.Callback):
-    """Every `every_steps` optimizer steps, a TensorFlow checkpoint of the model and its optimizer
-    in `directory`, the newest `max_to_keep` kept (tf.train.CheckpointManager's policy, as Google's
-    run_pretraining.py keeps its last five); and one at the end of training.
+    """Every `every_steps` optimizer steps, a checkpoint of the model in `directory`, the newest
+    `max_to_keep` kept (tf.train.CheckpointManager's policy, as Google's run_pretraining.py
+    keeps its last five); and one at the end of training.
 
-    Snapshots to pick from or fine-tune; resuming a killed run is BackupAndRestore's job. Restore
-    with `tf.train.Checkpoint(model=model, optimizer=model.optimizer).restore(path)`.
+    On TensorFlow a TensorFlow checkpoint of the model and its optimizer (`ckpt-STEP.index`):
+    restore with `tf.train.Checkpoint(model=model, optimizer=model.optimizer).restore(path)`.
+    On JAX and PyTorch, whose variables TensorFlow cannot track, Keras' weights file
+    `ckpt-STEP.weights.h5` (written whole or not at all): `model.load_weights(path)`.
+    Snapshots to pick from or fine-tune; resuming a killed run is BackupAndRestore's job.
 
     Example:
         ```python
@@ -58,20 +62,35 @@ class PeriodicCheckpoints(keras.callbacks.Callback):
         self.manager = None
 
     def on_train_begin(self, logs=None):
+        if keras.backend.backend() != "tensorflow":
+            return
         import tensorflow as tf
 
         checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.model.optimizer)
         self.manager = tf.train.CheckpointManager(checkpoint, self.directory, self.max_to_keep)
 
-    def on_train_batch_end(self, batch, logs=None):
-        step = int(self.model.optimizer.iterations.numpy())
-        if step % self.every_steps == 0:
+    def _save(self, step):
+        if self.manager is not None:
             self.manager.save(checkpoint_number=step)
+            return
+        os.makedirs(self.directory, exist_ok=True)
+        partial = os.path.join(self.directory, f".partial-ckpt-{step}.weights.h5")
+        self.model.save_weights(partial)
+        os.replace(partial, os.path.join(self.directory, f"ckpt-{step}.weights.h5"))
+        saved = sorted((int(name[5:-len(".weights.h5")]), name) for name in os.listdir(self.directory)
+                       if name.startswith("ckpt-") and name.endswith(".weights.h5"))
+        for _, name in saved[:-self.max_to_keep]:
+            os.remove(os.path.join(self.directory, name))
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+        if step % self.every_steps == 0:
+            self._save(step)
 
     def on_train_end(self, logs=None):
-        step = int(self.model.optimizer.iterations.numpy())
+        step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
         if step % self.every_steps:  # not saved at this step yet
-            self.manager.save(checkpoint_number=step)
+            self._save(step)
 
 
 class KeepInterrupts(keras.callbacks.Callback):

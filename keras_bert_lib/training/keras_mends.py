@@ -72,6 +72,8 @@ def mend_fit(model):
     and the shapes of the logs, change. The mends
     are set on this one model object (its class, and so its `.keras` files, stay as they were);
     on one device or a MirroredStrategy they change nothing. The training loop applies them.
+    On Keras' JAX and PyTorch backends (another trainer, no tf.distribute) the model is returned
+    as it is.
 
     Example:
         ```python
@@ -80,6 +82,10 @@ def mend_fit(model):
         pretrainer = mend_fit(BertPretrainer(bert_tiny(num_hidden_layers=1)))
         ```
     """
+    import keras
+
+    if keras.backend.backend() != "tensorflow":
+        return model
     cls = type(model)
     model._maybe_symbolic_build = types.MethodType(_build_before_tracing, model)
     model.train_step = types.MethodType(lambda self, data: _reducible(self, cls.train_step(self, data)), model)

@@ -6,6 +6,7 @@ NaN, back up for resuming, keep checkpoints and log (TensorBoard, CSV), a progre
 curves.
 """
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -23,7 +24,7 @@ from keras_bert_lib.training.callbacks import KeepInterrupts, PeriodicCheckpoint
 from keras_bert_lib.training.curves import plot_curves, read_history
 from keras_bert_lib.training.keras_mends import mend_fit
 from keras_bert_lib.training.optimizers import OPTIMIZERS, create_optimizer
-from keras_bert_lib.training.strategy import STRATEGIES, create_strategy
+from keras_bert_lib.training.strategy import STRATEGIES, create_distribution, create_strategy
 
 logger = logging.getLogger(__name__)
 DTYPES = ("float32", "mixed_float16", "mixed_bfloat16")
@@ -207,8 +208,14 @@ def train(config, build_model, train_data, held_out, baselines=None, loss="auto"
         # model, results = train(config, lambda: my_model, train_ds, held_out_ds)
         ```
     """
-    strategy = create_strategy(config.strategy)
-    with strategy.scope():
+    distribution = None
+    if keras.backend.backend() == "tensorflow":
+        strategy = create_strategy(config.strategy)
+        scope = strategy.scope()
+    else:  # JAX: keras.distribution (data parallel over the devices), fed by the same tf.data
+        strategy, distribution = None, create_distribution(config.strategy)
+        scope = distribution.scope() if distribution else contextlib.nullcontext()
+    with scope:
         model = build_model()
         optimizer = create_optimizer(config.optimizer, config.learning_rate, config.warmup_steps,
                                      config.steps, config.weight_decay, config.clipnorm,
@@ -217,6 +224,32 @@ def train(config, build_model, train_data, held_out, baselines=None, loss="auto"
         model.compile(optimizer=optimizer, jit_compile=_jit_compile(config, strategy, model_width(model),
                                                                     widths_vary(train_data)),
                       **({} if loss == "auto" else {"loss": loss}))
+    if distribution is None:
+        return _fit(config, model, train_data, held_out, baselines)
+    with distribution.scope():  # JAX lays out each batch by it
+        devices = len(distribution.device_mesh.devices.flatten())
+        batch = tf.nest.flatten(train_data.element_spec)[0].shape[0]
+        if batch is not None and batch % devices:
+            raise ValueError(f"A batch of {batch} does not split over {devices} devices: make --batch-size a "
+                             f"multiple of {devices}, or --strategy one_device.")
+        return _fit(config, model, train_data, _whole_for(devices, held_out), baselines)
+
+
+def _whole_for(devices, data):
+    """`data`'s batches cut to a multiple of `devices` (a data-parallel step splits each batch
+    evenly): at most devices - 1 held-out examples of the last batch are left out, as
+    a warning says."""
+    logger.warning("Data parallel over %d devices: the held-out set's last batch is cut to a multiple of %d "
+                   "(at most %d examples left out).", devices, devices, devices - 1)
+
+    def cut(*batch):
+        size = tf.shape(tf.nest.flatten(batch)[0])[0] // devices * devices
+        return tf.nest.map_structure(lambda t: t[:size], batch if len(batch) > 1 else batch[0])
+
+    return data.map(cut).filter(lambda *batch: tf.shape(tf.nest.flatten(batch)[0])[0] > 0)
+
+
+def _fit(config, model, train_data, held_out, baselines):
     mend_fit(model)
     out = config.output_dir
     backup, history_csv = os.path.join(out, "backup"), os.path.join(out, "history.csv")
@@ -297,7 +330,8 @@ def _jit_compile(config, strategy, hidden_size=None, training_widths_vary=False)
     """XLA unless several replicas share the CPU (XLA cannot place one program over logical CPUs),
     the steps run in bfloat16 on a CPU with bfloat16 kernels, or the batches vary in width on a CPU
     (`compile_path`: TensorFlow's graph in both)."""
-    if config.jit_compile and strategy.num_replicas_in_sync > 1 and not tf.config.list_logical_devices("GPU"):
+    if strategy is not None and config.jit_compile and strategy.num_replicas_in_sync > 1 \
+            and not tf.config.list_logical_devices("GPU"):
         logger.warning("XLA is off: %d replicas on CPUs (XLA reads variables across logical CPU "
                        "devices and fails; on GPUs and TPUs it stays on).", strategy.num_replicas_in_sync)
         return False

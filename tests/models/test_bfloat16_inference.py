@@ -20,7 +20,14 @@ BF16_CPU = dict(flags={"avx512f", "avx512_bf16"}, accelerators=[], backend="tens
     ("auto", "float32", BF16_CPU, "bfloat16"),
     ("auto", "mixed_bfloat16", BF16_CPU, "bfloat16"),
     ("auto", "float32", dict(flags={"avx2"}, accelerators=[], backend="tensorflow"), None),  # no bf16 kernels
-    ("auto", "float32", dict(flags={"avx512_bf16"}, accelerators=["gpu:0"], backend="tensorflow"), None),
+    ("auto", "float32", dict(flags={"avx512_bf16"}, accelerators=["gpu:0"], backend="tensorflow",
+                             accelerator_bfloat16=False), None),  # a GPU before Ampere
+    ("auto", "float32", dict(flags={"avx2"}, accelerators=["gpu:0"], backend="tensorflow",
+                             accelerator_bfloat16=True), "bfloat16"),  # Ampere or later, whatever the CPU
+    ("auto", "float32", dict(flags={"avx2"}, accelerators=["gpu:0"], backend="jax", accelerator_bfloat16=True),
+     "bfloat16"),
+    ("auto", "float32", dict(flags={"avx2"}, accelerators=["tpu:0"], backend="torch", accelerator_bfloat16=True),
+     "bfloat16"),
     ("auto", "float32", dict(flags={"avx512_bf16"}, accelerators=[], backend="jax"), None),
     ("auto", "mixed_float16", BF16_CPU, None),  # a float16 model stays as its user made it
     ("auto", "bfloat16", BF16_CPU, None),  # already bfloat16 weights
@@ -90,3 +97,13 @@ def test_the_fingerprint_changes_with_any_assignment_bfloat16_weights_included(b
     table = encoder.token_embedding.embeddings
     table.assign(keras.ops.scatter_update(table, [[257]], keras.ops.ones((1, table.shape[1]), table.dtype)))
     assert weights_fingerprint(encoder.weights) != before  # one row of the embedding table
+
+
+def test_this_machines_accelerator_check_runs_on_every_backend():
+    """No GPU or TPU here: no bfloat16 accelerator, as TensorFlow sees it (JAX and torch in
+    tests/models/test_backends.py's processes would say the same through their own calls)."""
+    from keras_bert_lib.compile_path import accelerator_has_bfloat16
+
+    assert accelerator_has_bfloat16("tensorflow") is False
+    assert accelerator_has_bfloat16("torch") is False
+    assert accelerator_has_bfloat16("jax") is False

@@ -5,6 +5,8 @@ machine has none): carry the keras, namex and optree wheels and run
     KERAS_BACKEND=jax python bench/gpu_speed.py [--presets bert_base bert_large]
         [--shapes 64x128 32x512] [--dtypes float32 mixed_bfloat16 bfloat16] [--steps 20] [--json FILE]
 
+keras-hub's BertBackbone of the same shape runs beside them where keras-hub imports
+(`--no-keras-hub` skips it); `--largest` also times the largest batch that fits, found by doubling.
 Random weights and ids, no padding, a sequence-classification head on the pooled output,
 AdamW. Each row is the median milliseconds of `--steps` calls after warm-up (compilation
 excluded), tokens per second, and the model FLOPs utilisation
@@ -72,7 +74,6 @@ def ours(preset, batch, length, dtype, steps):
     from keras_bert_lib import bert_base, bert_large, bert_tiny
     from keras_bert_lib.compile_path import compiled_call
     from keras_bert_lib.models import TextClassifier
-    from keras_bert_lib.training import create_optimizer
 
     keras.config.set_dtype_policy("mixed_bfloat16" if dtype == "mixed_bfloat16" else
                                   "bfloat16" if dtype == "bfloat16" else "float32")
@@ -86,7 +87,11 @@ def ours(preset, batch, length, dtype, steps):
     model = TextClassifier(build(attention_probs_dropout_prob=0.0), 2)
     results = {}
     if dtype != "bfloat16":  # training keeps float32 weights
-        model.compile(optimizer=create_optimizer("adamw", 1e-5, 10, 1000),
+        # BERT's AdamW (Keras' own: keras_bert_lib.training needs TensorFlow, absent on the GPU machine)
+        optimizer = keras.optimizers.AdamW(1e-5, weight_decay=0.01, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
+                                           global_clipnorm=1.0)
+        optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias"])
+        model.compile(optimizer=optimizer,
                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=True)
         results["train (fit's step)"] = _median_ms(lambda: model.train_on_batch(x, y), steps, lambda: None)
     results["forward (predict_on_batch)"] = _median_ms(lambda: model.predict_on_batch(x), steps, lambda: None)
@@ -99,6 +104,52 @@ def ours(preset, batch, length, dtype, steps):
     results["forward (jitted, on device)"] = _median_ms(call, steps, lambda: jax.block_until_ready(out["y"]))
     keras.config.set_dtype_policy("float32")
     return results
+
+
+def keras_hub_side(preset, batch, length, dtype, steps):
+    """keras-hub's BertBackbone (same shape, dropout 0.1 as BERT's, its own attention) with a
+    Dense head on the [CLS] output, trained and called the way ours is."""
+    import jax
+    import keras
+    import keras_hub
+
+    s = SHAPES[preset]
+    keras.config.set_dtype_policy("mixed_bfloat16" if dtype == "mixed_bfloat16" else
+                                  "bfloat16" if dtype == "bfloat16" else "float32")
+    vocab = VOCAB if preset != "bert_tiny" else 1000
+    backbone = keras_hub.models.BertBackbone(vocab, s["num_hidden_layers"], s["num_attention_heads"],
+                                             s["hidden_size"], s["intermediate_size"])
+    inputs = backbone.input
+    logits = keras.layers.Dense(2, dtype="float32")(backbone(inputs)["pooled_output"])
+    model = keras.Model(inputs, logits)
+    rng = np.random.default_rng(0)
+    x = {"token_ids": jax.device_put(rng.integers(5, vocab, (batch, length)).astype("int32")),
+         "segment_ids": jax.device_put(np.zeros((batch, length), "int32")),
+         "padding_mask": jax.device_put(np.ones((batch, length), "int32"))}
+    y = jax.device_put(rng.integers(0, 2, batch).astype("int32"))
+    results = {}
+    if dtype != "bfloat16":
+        model.compile(optimizer=keras.optimizers.AdamW(1e-5, weight_decay=0.01, global_clipnorm=1.0),
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=True)
+        results["train (fit's step)"] = _median_ms(lambda: model.train_on_batch(x, y), steps, lambda: None)
+    results["forward (predict_on_batch)"] = _median_ms(lambda: model.predict_on_batch(x), steps, lambda: None)
+    keras.config.set_dtype_policy("float32")
+    return results
+
+
+def largest_batch(preset, length, dtype, start, cap):
+    """The largest batch (doubling from `start`, up to `cap`) whose training step (forward for
+    bfloat16 weights) runs on this device, for ours: the step that runs out of memory ends the search."""
+    batch, largest = start, None
+    while batch <= cap:
+        try:
+            ours(preset, batch, length, dtype, 1)
+        except Exception as e:  # XLA's RESOURCE_EXHAUSTED, or the allocator's out of memory
+            if "RESOURCE_EXHAUSTED" not in str(e) and "out of memory" not in str(e).lower():
+                raise
+            break
+        largest, batch = batch, batch * 2
+    return largest
 
 
 def theirs(preset, batch, length, dtype, steps, compiled):
@@ -158,6 +209,10 @@ def main():
     parser.add_argument("--peak-tflops", type=float, default=989.0,
                         help="the GPU's dense bf16 peak for MFU (default: 989, an H100 SXM)")
     parser.add_argument("--no-torch-compile", action="store_true", help="skip transformers + torch.compile")
+    parser.add_argument("--largest", action="store_true",
+                        help="also time the largest batch that fits, doubling each shape's batch (default: off)")
+    parser.add_argument("--max-batch", type=int, default=4096, help="where --largest stops doubling (default: 4096)")
+    parser.add_argument("--no-keras-hub", action="store_true", help="skip keras-hub's BertBackbone")
     parser.add_argument("--json", help="also write the rows to this file (default: none)")
     args = parser.parse_args()
     import jax
@@ -165,13 +220,20 @@ def main():
     print(f"device: {jax.devices()[0].device_kind} ({jax.devices()[0].platform}); peak {args.peak_tflops} TFLOP/s")
     rows = []
     for preset in args.presets:
-        for shape in args.shapes:
-            batch, length = map(int, shape.split("x"))
-            for dtype in args.dtypes:
+        shapes = [tuple(map(int, shape.split("x"))) for shape in args.shapes]
+        for dtype in args.dtypes:
+            for batch, length in shapes + ([(largest_batch(preset, length, dtype, batch, args.max_batch), length)
+                                             for batch, length in shapes] if args.largest else []):
+                shape = f"{batch}x{length}"
                 sides = {"ours (Keras-JAX)": ours(preset, batch, length, dtype, args.steps),
                          "transformers eager": theirs(preset, batch, length, dtype, args.steps, False)}
                 if not args.no_torch_compile:
                     sides["transformers + torch.compile"] = theirs(preset, batch, length, dtype, args.steps, True)
+                if not args.no_keras_hub:
+                    try:
+                        sides["keras-hub BertBackbone"] = keras_hub_side(preset, batch, length, dtype, args.steps)
+                    except ImportError as e:
+                        print(f"keras-hub skipped: {e}", flush=True)
                 for side, results in sides.items():
                     for what, ms in results.items():
                         training = what.startswith("train")

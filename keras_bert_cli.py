@@ -70,6 +70,11 @@ COMMANDS = (
      "Runs a checkpoint folder on one text (or a pair) and writes <output>/attention.png (one layer's heads as "
      "heat maps on one colour scale) and <output>/attention.html (every layer and head: a head view and a "
      "model view; one file that opens offline). The PNG needs matplotlib (the viz extra)."),
+    ("download", "fetch a checkpoint by HuggingFace Hub id into the HuggingFace cache, for offline use",
+     "Fetches ORG/NAME (safetensors, config and vocabulary files only; never pytorch_model.bin) into the "
+     "HuggingFace cache (HF_HUB_CACHE, or HF_HOME/hub) with a progress bar, and prints the folder. Every loader "
+     "and command then takes the id; with HF_HUB_OFFLINE=1 (a machine without network, the cache copied "
+     "there) they read it with no request. The hub extra."),
 )
 
 

@@ -21,6 +21,7 @@ import logging
 import sys
 
 from keras_bert_cli import add_config_flags, build_parser, positive
+from keras_bert_lib.checkpoints.hub import hub_id, resolve_checkpoint
 from keras_bert_lib.config import PRESETS
 from keras_bert_lib.corpus import run_corpus_job
 from keras_bert_lib.export import FORMATS, export_all, format_report, load_model_file, parity_report
@@ -59,6 +60,10 @@ def main(argv=None) -> int:
     summary.add_argument("--dtype", default="float32", choices=["float32", "mixed_float16", "mixed_bfloat16"],
                          help="Keras dtype policy (default: float32)")
     summary.add_argument("--repeats", type=positive, default=5, help="timed passes; the median is shown (default: 5)")
+    download = commands["download"]
+    download.add_argument("name", help="a HuggingFace Hub id, ORG/NAME (hf://ORG/NAME and ORG/NAME@REVISION too)")
+    download.add_argument("--revision", default=None,
+                          help="a branch, tag or commit to pin (default: the repository's main branch)")
     add_config_flags(commands["quickstart"], QuickstartConfig)
     add_config_flags(commands["pretrain"], PretrainConfig)
     tasks = commands["finetune"].add_subparsers(dest="task", required=True, metavar="TASK",
@@ -109,15 +114,29 @@ def main(argv=None) -> int:
     attention.add_argument("--sequence-length", type=positive, default=128,
                            help="tokens the model reads; a longer text is cut (default: 128)")
     args = parser.parse_args(argv)
-    return {"summary": _summary, "quickstart": _quickstart, "pretrain": _pretrain, "finetune": _finetune,
-            "distill": _distill, "export": _export, "attention": _attention, "predict": _corpus,
-            "embed": _corpus, "serve": _serve}[args.command](args)
+    return {"summary": _summary, "download": _download, "quickstart": _quickstart, "pretrain": _pretrain,
+            "finetune": _finetune, "distill": _distill, "export": _export, "attention": _attention,
+            "predict": _corpus, "embed": _corpus, "serve": _serve}[args.command](args)
 
 
 def _summary(args):
     try:
         print(summarize(args.preset, args.batch, args.length, args.dtype, args.repeats))
     except ValueError as e:  # a length the preset cannot take
+        print(e, file=sys.stderr)
+        return 2
+    return 0
+
+
+def _download(args):
+    name = args.name + (f"@{args.revision}" if args.revision else "")
+    if hub_id(name) is None:
+        print(f"{name} is not a HuggingFace Hub id (ORG/NAME[@REVISION]), or it is a local path, which needs no "
+              "download.", file=sys.stderr)
+        return 2
+    try:
+        print(resolve_checkpoint(name))
+    except (ValueError, ImportError) as e:
         print(e, file=sys.stderr)
         return 2
     return 0

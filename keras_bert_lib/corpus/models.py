@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from keras_bert_lib.checkpoints.hub import resolve_checkpoint
 from keras_bert_lib.corpus.inputs import NULL, BadValue
 
 
@@ -50,6 +51,8 @@ def load_corpus_model(path, command="predict", batch_size=32):
         # load_corpus_model("exported/saved_model", "predict").roles   # ('text',)
         ```
     """
+    if command == "embed":
+        path = resolve_checkpoint(path)  # a HuggingFace Hub id: its folder in the HF cache
     if not os.path.exists(path):
         raise ValueError(f"{path}: no such model; pass a fine-tuning run's folder, a checkpoint folder (embed) or "
                          "an exported SavedModel.")

@@ -4,6 +4,7 @@ import json
 import os
 import re
 
+from keras_bert_lib.checkpoints.hub import resolve_checkpoint
 from keras_bert_lib.config import EncoderConfig
 from keras_bert_lib.text.preprocessor import BertPreprocessor
 from keras_bert_lib.text.wordpiece_tokenizer import WordPieceTokenizer
@@ -66,7 +67,7 @@ def load_preprocessor(path, sequence_length=128, lowercase=None, truncate="round
     folder that `load_checkpoint` reads becomes encoder + preprocessor in two calls.
 
     Args:
-        path: a checkpoint folder (or a file in one).
+        path: a checkpoint folder (or a file in one), or a HuggingFace Hub id.
         sequence_length: int. The packed length T; at most the encoder's positions.
         lowercase: bool or None. Overrides the casing the files say.
         truncate: "round_robin" or "waterfall" (see BertPacker).
@@ -85,7 +86,7 @@ def load_preprocessor(path, sequence_length=128, lowercase=None, truncate="round
         outputs = encoder(preprocess(["Sinan loves a beautiful day."]))
         ```
     """
-    path = os.fspath(path)
+    path = resolve_checkpoint(os.fspath(path))  # a HuggingFace Hub id: its folder in the HF cache
     if not os.path.exists(path):
         raise ValueError(f"No such checkpoint folder: {path}")
     folder = path if os.path.isdir(path) else os.path.dirname(path) or "."

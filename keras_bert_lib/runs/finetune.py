@@ -15,6 +15,7 @@ import keras
 
 from keras_bert_lib.atomic_write import atomic_write_text
 from keras_bert_lib.checkpoints import read_checkpoint
+from keras_bert_lib.checkpoints.hub import hub_id, resolve_checkpoint
 from keras_bert_lib.compile_path import choose_training_dtype
 from keras_bert_lib.models import load_checkpoint, save_checkpoint
 from keras_bert_lib.tasks import FinetuneConfig, get_task
@@ -46,6 +47,9 @@ def _check_inputs(config):
     missing = [getattr(config, f.name) for f in dataclasses.fields(config)
                if f.metadata.get("input_path") and getattr(config, f.name) is not None
                and not os.path.exists(getattr(config, f.name))]
+    if config.checkpoint in missing and hub_id(config.checkpoint):  # a HuggingFace Hub id: fetched, or cached
+        resolve_checkpoint(config.checkpoint)  # offline and not cached: its own message, before anything is written
+        missing.remove(config.checkpoint)
     if missing:
         raise ValueError(f"No such file or folder: {', '.join(missing)}. Nothing was written.")
 

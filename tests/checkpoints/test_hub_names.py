@@ -145,3 +145,16 @@ def test_keras_bert_download_prints_the_cached_folder_or_says_how_to_fill_it(off
     assert "google-bert/bert-base-uncased@v1.0: no such local folder" in capsys.readouterr().err
     assert main(["download", "not-an-id"]) == 2
     assert "is not a HuggingFace Hub id" in capsys.readouterr().err
+
+
+def test_finetune_takes_an_id_and_refuses_an_uncached_one_before_writing(offline_cache, tmp_path):
+    from keras_bert_lib.runs import finetune_config
+    from keras_bert_lib.runs.finetune import _check_inputs
+
+    reviews = __import__("keras_bert_lib.data", fromlist=["movie_reviews"]).movie_reviews()
+    _check_inputs(finetune_config("classify", checkpoint=REPO, train=reviews["train"],
+                                  validation=reviews["validation"], output_dir=str(tmp_path / "run")))
+    with pytest.raises(ValueError, match="no such local folder, and as a HuggingFace Hub id not in the cache"):
+        _check_inputs(finetune_config("classify", checkpoint="google-bert/bert-base-uncased", train=reviews["train"],
+                                      validation=reviews["validation"], output_dir=str(tmp_path / "run")))
+    assert not (tmp_path / "run").exists()

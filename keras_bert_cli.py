@@ -70,11 +70,12 @@ COMMANDS = (
      "Runs a checkpoint folder on one text (or a pair) and writes <output>/attention.png (one layer's heads as "
      "heat maps on one colour scale) and <output>/attention.html (every layer and head: a head view and a "
      "model view; one file that opens offline). The PNG needs matplotlib (the viz extra)."),
-    ("download", "fetch a checkpoint by HuggingFace Hub id into the HuggingFace cache, for offline use",
+    ("download", "fetch a checkpoint by name (HuggingFace Hub id, Google's name or URL) into its cache",
      "Fetches ORG/NAME (safetensors, config and vocabulary files only; never pytorch_model.bin) into the "
-     "HuggingFace cache (HF_HUB_CACHE, or HF_HOME/hub) with a progress bar, and prints the folder. Every loader "
-     "and command then takes the id; with HF_HUB_OFFLINE=1 (a machine without network, the cache copied "
-     "there) they read it with no request. The hub extra."),
+     "HuggingFace cache (HF_HUB_CACHE, or HF_HOME/hub), or one of Google's checkpoints by name "
+     "(uncased_L-12_H-768_A-12, albert_base_v2, ...) or archive URL into the Keras cache (resuming a cut "
+     "download), with a progress bar, and prints the folder. Every loader and command then takes the name; "
+     "with HF_HUB_OFFLINE=1 (a machine without network, the caches copied there) they read it with no request."),
 )
 
 

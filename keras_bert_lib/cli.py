@@ -21,6 +21,7 @@ import logging
 import sys
 
 from keras_bert_cli import add_config_flags, build_parser, positive
+from keras_bert_lib.checkpoints.archives import GOOGLE_CHECKPOINTS, is_archive_url
 from keras_bert_lib.checkpoints.hub import hub_id, resolve_checkpoint
 from keras_bert_lib.config import PRESETS
 from keras_bert_lib.corpus import run_corpus_job
@@ -61,7 +62,8 @@ def main(argv=None) -> int:
                          help="Keras dtype policy (default: float32)")
     summary.add_argument("--repeats", type=positive, default=5, help="timed passes; the median is shown (default: 5)")
     download = commands["download"]
-    download.add_argument("name", help="a HuggingFace Hub id, ORG/NAME (hf://ORG/NAME and ORG/NAME@REVISION too)")
+    download.add_argument("name", help="a HuggingFace Hub id, ORG/NAME (hf://ORG/NAME and ORG/NAME@REVISION too), "
+                                       "a Google checkpoint name (uncased_L-12_H-768_A-12) or an archive URL")
     download.add_argument("--revision", default=None,
                           help="a branch, tag or commit to pin (default: the repository's main branch)")
     add_config_flags(commands["quickstart"], QuickstartConfig)
@@ -130,9 +132,9 @@ def _summary(args):
 
 def _download(args):
     name = args.name + (f"@{args.revision}" if args.revision else "")
-    if hub_id(name) is None:
-        print(f"{name} is not a HuggingFace Hub id (ORG/NAME[@REVISION]), or it is a local path, which needs no "
-              "download.", file=sys.stderr)
+    if hub_id(name) is None and name not in GOOGLE_CHECKPOINTS and not is_archive_url(name):
+        print(f"{name} is not a HuggingFace Hub id (ORG/NAME[@REVISION]), a Google checkpoint name or an archive "
+              "URL, or it is a local path, which needs no download.", file=sys.stderr)
         return 2
     try:
         print(resolve_checkpoint(name))

@@ -144,7 +144,7 @@ def test_keras_bert_download_prints_the_cached_folder_or_says_how_to_fill_it(off
     assert main(["download", "google-bert/bert-base-uncased", "--revision", "v1.0"]) == 2
     assert "google-bert/bert-base-uncased@v1.0: no such local folder" in capsys.readouterr().err
     assert main(["download", "not-an-id"]) == 2
-    assert "is not a HuggingFace Hub id" in capsys.readouterr().err
+    assert "a Google checkpoint name or an archive URL" in capsys.readouterr().err
 
 
 def test_finetune_takes_an_id_and_refuses_an_uncached_one_before_writing(offline_cache, tmp_path):

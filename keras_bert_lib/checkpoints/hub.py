@@ -22,6 +22,45 @@ ALLOW_PATTERNS = ["config.json", "*.safetensors", "model.safetensors.index.json"
 _HUB_ID = re.compile(r"^(?:hf://)?(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<revision>[\w./-]+))?$")
 
 
+# HuggingFace's short legacy names, which the Hub redirects to these repositories.
+HUB_ALIASES = {
+    **{f"bert-{size}-{case}": f"google-bert/bert-{size}-{case}" for size in ("base", "large")
+       for case in ("uncased", "cased")},
+    **{f"albert-{size}-v2": f"albert/albert-{size}-v2" for size in ("base", "large", "xlarge", "xxlarge")},
+    "distilbert-base-uncased": "distilbert/distilbert-base-uncased",
+    "roberta-base": "FacebookAI/roberta-base",
+}
+_GOOGLE_SHAPE = re.compile(r"^(?:un)?cased_L-(?P<layers>\d+)_H-(?P<width>\d+)_A-(?P<heads>\d+)$")
+
+
+def known_shape(name):
+    """(family, layers, width, heads) of a checkpoint known by name, from the name alone (no
+    download): Google's names (`uncased_L-12_H-768_A-12`, `albert_base_v2`) and HuggingFace's
+    BERT-family ids above (`bert-base-uncased`, `google-bert/bert-large-cased`, ...); None for
+    any other name.
+
+    Example:
+        ```python
+        from keras_bert_lib.checkpoints.hub import known_shape
+        known_shape("uncased_L-4_H-256_A-4")   # ("bert", 4, 256, 4)
+        ```
+    """
+    name = os.fspath(name).removeprefix("hf://").split("@")[0]
+    match = _GOOGLE_SHAPE.match(name)
+    if match:
+        return "bert", int(match["layers"]), int(match["width"]), int(match["heads"])
+    short = next((alias for alias, repo in HUB_ALIASES.items() if name in (alias, repo)), None)
+    albert = re.match(r"^albert[-_](base|large|xlarge|xxlarge)[-_]v2$", short or name)
+    if albert:
+        return ("albert",) + {"base": (12, 768, 12), "large": (24, 1024, 16), "xlarge": (24, 2048, 16),
+                              "xxlarge": (12, 4096, 64)}[albert[1]]
+    if short is None:
+        return None
+    family = short.split("-")[0]
+    size = "large" if "-large-" in short else "base"
+    return family, *{"base": (12 if family != "distilbert" else 6, 768, 12), "large": (24, 1024, 16)}[size]
+
+
 def hub_id(name):
     """(repo id, revision or None) when `name` reads as a HuggingFace Hub id and is not a local
     path; None otherwise.
@@ -61,6 +100,8 @@ def resolve_checkpoint(name):
     name = os.fspath(name)
     if not os.path.exists(name) and (name in GOOGLE_CHECKPOINTS or is_archive_url(name)):
         return fetch_archive(GOOGLE_CHECKPOINTS.get(name, name))  # Google's zip/tar.gz, in the Keras cache
+    if not os.path.exists(name) and name in HUB_ALIASES:
+        name = HUB_ALIASES[name]
     found = hub_id(name)
     if found is None:
         return name

@@ -1,8 +1,11 @@
 """One short factory per preset: `bert_base()` builds BERT-Base with random weights."""
 
+import os
+
 import keras
 
 from keras_bert_lib.checkpoints import read_checkpoint
+from keras_bert_lib.checkpoints.hub import known_shape
 from keras_bert_lib.config import PRESETS, EncoderConfig
 from keras_bert_lib.models.checkpoint_loading import ENCODER_OPTIONS, build_from_checkpoint
 from keras_bert_lib.models.encoder import BertEncoder
@@ -31,6 +34,7 @@ def _factory(preset, weights, overrides):
     fields = {k: v for k, v in overrides.items() if k not in ENCODER_OPTIONS}
     config = PRESETS[preset].replace(**fields)
     if weights is not None:
+        _check_known_shape(preset, config, weights)
         return build_from_checkpoint(read_checkpoint(weights), overrides=overrides, expected=config)
     return BertEncoder(config, **{k: v for k, v in overrides.items() if k in ENCODER_OPTIONS})
 
@@ -188,3 +192,22 @@ def roberta_base(*, weights=None, **overrides) -> keras.Model:
         ```
     """
     return _factory("roberta_base", weights, overrides)
+
+
+def _shape(config):
+    family = "albert" if config.embedding_size is not None else "bert"
+    return family, config.num_hidden_layers, config.hidden_size, config.num_attention_heads
+
+
+def _check_known_shape(preset, config, weights):
+    """Refuses, before anything is downloaded, a checkpoint name whose shape (known from the name:
+    `checkpoints.hub.known_shape`) is not this factory's, naming the factory that fits."""
+    known = known_shape(weights) if isinstance(weights, str) and not os.path.exists(weights) else None
+    if known is None or known[0] == "distilbert" or known[0] == "roberta" or known == _shape(config):
+        return  # DistilBERT and RoBERTa names: their own factories check the rest when the config is read
+    fits = [name for name, c in PRESETS.items() if _shape(c) == known]
+    use = f"{fits[0]}(weights={weights!r})" if fits else f"load_checkpoint({weights!r})"
+    family, layers, width, heads = known
+    kind = "an ALBERT" if family == "albert" else "a BERT"
+    raise ValueError(f"{weights} is {kind} of {layers} layers, width {width}, {heads} heads; {preset}() builds "
+                     f"{config.num_hidden_layers} layers, width {config.hidden_size}: use {use}.")

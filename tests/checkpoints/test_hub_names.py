@@ -158,3 +158,31 @@ def test_finetune_takes_an_id_and_refuses_an_uncached_one_before_writing(offline
         _check_inputs(finetune_config("classify", checkpoint="google-bert/bert-base-uncased", train=reviews["train"],
                                       validation=reviews["validation"], output_dir=str(tmp_path / "run")))
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(("name", "shape"), [
+    ("uncased_L-4_H-256_A-4", ("bert", 4, 256, 4)), ("cased_L-24_H-1024_A-16", ("bert", 24, 1024, 16)),
+    ("albert_xxlarge_v2", ("albert", 12, 4096, 64)), ("albert-base-v2", ("albert", 12, 768, 12)),
+    ("bert-base-uncased", ("bert", 12, 768, 12)), ("hf://google-bert/bert-large-cased@main", ("bert", 24, 1024, 16)),
+    ("distilbert-base-uncased", ("distilbert", 6, 768, 12)), (REPO, None), ("my/folder", None),
+])
+def test_a_known_names_shape_comes_from_the_name(name, shape):
+    from keras_bert_lib.checkpoints.hub import known_shape
+
+    assert known_shape(name) == shape
+
+
+def test_a_factory_refuses_a_name_of_another_shape_before_any_download(offline_cache):
+    """Offline with an empty cache for these names: the shape check answers first, naming the
+    factory that fits; a name of the right shape gets as far as the cache."""
+    from keras_bert_lib import bert_base, bert_large, bert_tiny
+
+    with pytest.raises(ValueError, match=r"bert-large-uncased is a BERT of 24 layers.*use bert_large\(weights="):
+        bert_base(weights="bert-large-uncased")
+    with pytest.raises(ValueError, match=r"is an ALBERT of 12 layers.*use albert_base\(weights='albert_base_v2'\)"):
+        bert_base(weights="albert_base_v2")
+    with pytest.raises(ValueError, match=r"use load_checkpoint\('uncased_L-6_H-128_A-2'\)"):  # no preset has it
+        bert_tiny(weights="uncased_L-6_H-128_A-2")
+    with pytest.raises(ValueError, match="google-bert/bert-large-uncased: no such local folder"):
+        bert_large(weights="bert-large-uncased")  # the short name is the Hub's google-bert/ repository
+    assert not list(offline_cache.glob("models--google-bert--*"))

@@ -66,7 +66,8 @@ def cache_folder():
 def fetch_archive(url, sha256=None, timeout=60):
     """The unpacked checkpoint folder of the archive at `url`: from the cache when it is there
     (no request), else downloaded (resuming a `.partial` file left by a cut), checked against
-    `sha256` when given, unpacked whole, and cached.
+    `sha256` when given, unpacked whole, and cached. Offline (`HF_HUB_OFFLINE=1`, the one switch
+    for every name) an archive not in the cache fails at once, saying how to fill the cache.
 
     Raises:
         ValueError: the download failed (with what to do), the hash differs, or the archive is
@@ -83,6 +84,9 @@ def fetch_archive(url, sha256=None, timeout=60):
     unpacked = os.path.join(root, stem)
     if os.path.isdir(unpacked):
         return _checkpoint_folder(unpacked, url)
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        raise ValueError(f"{url}: not in the cache ({unpacked}) and HF_HUB_OFFLINE is set. On a connected machine "
+                         f"run `keras-bert download {url}`, then copy {root} here (or point KERAS_HOME at it).")
     os.makedirs(root, exist_ok=True)
     archive = os.path.join(root, name)
     if not os.path.isfile(archive):

@@ -77,6 +77,7 @@ def archive(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def keras_home(tmp_path, monkeypatch):
     monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras_home"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)  # the server is on loopback; tests/conftest.py sets it
     return tmp_path / "keras_home" / "keras_bert_lib"
 
 
@@ -143,3 +144,13 @@ def test_googles_names_are_its_published_urls():
     assert GOOGLE_CHECKPOINTS["albert_base_v2"] == "https://storage.googleapis.com/albert_models/albert_base_v2.tar.gz"
     assert all(is_archive_url(url) for url in GOOGLE_CHECKPOINTS.values())
     assert not is_archive_url("https://example.org/model") and not is_archive_url("folder/model.zip")
+
+
+def test_offline_an_uncached_archive_fails_at_once(server, keras_home, monkeypatch):
+    import time
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="not in the cache .* HF_HUB_OFFLINE is set.*keras-bert download"):
+        fetch_archive(_url(server))
+    assert time.perf_counter() - start < 1.0 and server.requests == [] and not keras_home.exists()

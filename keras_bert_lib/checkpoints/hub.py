@@ -109,7 +109,7 @@ def resolve_checkpoint(name):
     try:
         import huggingface_hub
         from huggingface_hub import constants
-        from huggingface_hub.errors import LocalEntryNotFoundError
+        from huggingface_hub.errors import HfHubHTTPError, HFValidationError, LocalEntryNotFoundError
     except ImportError:
         raise ImportError(f"{name} reads as a HuggingFace Hub id, and fetching it needs huggingface_hub: "
                           'pip install "keras-bert-lib[hub]" (or pass a local folder).') from None
@@ -124,6 +124,9 @@ def resolve_checkpoint(name):
             f"the cache with `keras-bert download {name}` or `hf download {repo}"
             f"{' --revision ' + revision if revision else ''} --include {' '.join(ALLOW_PATTERNS[:5])}`, "
             "then copy the cache folder here (or point HF_HUB_CACHE at it).") from None
+    except (HfHubHTTPError, HFValidationError) as e:  # no such repository or revision, gated, a bad name
+        raise ValueError(f"{name}: no such local folder, and the HuggingFace Hub did not give it: "
+                         f"{str(e).splitlines()[0]}") from None
     if not any(f.endswith(".safetensors") for f in os.listdir(folder)):
         raise ValueError(
             f"{name} has no safetensors weights (only what {folder} holds: {sorted(os.listdir(folder))}). "

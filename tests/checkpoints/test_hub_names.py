@@ -186,3 +186,20 @@ def test_a_factory_refuses_a_name_of_another_shape_before_any_download(offline_c
     with pytest.raises(ValueError, match="google-bert/bert-large-uncased: no such local folder"):
         bert_large(weights="bert-large-uncased")  # the short name is the Hub's google-bert/ repository
     assert not list(offline_cache.glob("models--google-bert--*"))
+
+
+def test_a_mistyped_folder_that_reads_as_an_id_gets_one_clear_line(monkeypatch):
+    """Online, `runs/mine` (no such folder) is asked of the Hub; its 404 becomes a ValueError that
+    says both readings, not huggingface_hub's traceback (the request itself is stood in for)."""
+    import httpx
+    import huggingface_hub
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    def missing(repo, **kwargs):
+        request = httpx.Request("GET", f"https://huggingface.co/api/models/{repo}")
+        raise RepositoryNotFoundError("404 Client Error. Repository Not Found for url: " + str(request.url),
+                                      response=httpx.Response(404, request=request))
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", missing)
+    with pytest.raises(ValueError, match="runs/mine: no such local folder, and the HuggingFace Hub did not give it"):
+        resolve_checkpoint("runs/mine")

@@ -203,7 +203,7 @@ def _check_known_shape(preset, config, weights):
     """Refuses, before anything is downloaded, a checkpoint name whose shape (known from the name:
     `checkpoints.hub.known_shape`) is not this factory's, naming the factory that fits."""
     known = known_shape(weights) if isinstance(weights, str) and not os.path.exists(weights) else None
-    if known is None or known[0] == "distilbert" or known[0] == "roberta" or known == _shape(config):
+    if known is None or known[0] in ("distilbert", "roberta") or known == _shape(config):
         return  # DistilBERT and RoBERTa names: their own factories check the rest when the config is read
     fits = [name for name, c in PRESETS.items() if _shape(c) == known]
     use = f"{fits[0]}(weights={weights!r})" if fits else f"load_checkpoint({weights!r})"

@@ -5,14 +5,14 @@ and ends at the same step."""
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import numpy as np
 import pytest
+
+from tests.training.kill_run import kill_after_first_epoch
 
 pytest.importorskip("jax", reason="jax (CPU) is in the [test] extra")
 pytestmark = pytest.mark.slow
@@ -87,19 +87,8 @@ def test_a_jax_pretraining_run_on_two_devices_killed_resumes_and_finishes(tmp_pa
                "--vocab-size", "300", "--output-dir", str(out), "--steps", "30", "--steps-per-epoch", "3",
                "--batch-size", "8", "--max-seq-length", "32", "--max-predictions", "5", "--warmup-steps", "5",
                "--eval-fraction", "0.2", "--dupe-factor", "2", "--checkpoint-every", "6"]
-    first = subprocess.Popen(command, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    epochs_before = kill_after_first_epoch(command, ENV, out, 300)
     history = out / "history.csv"
-    deadline = time.time() + 300
-    while time.time() < deadline and (not history.exists() or len(history.read_text().splitlines()) < 2):
-        if first.poll() is not None:
-            break
-        time.sleep(0.1)
-    assert history.exists(), first.stderr.read()[-3000:] if first.poll() is not None else "no epoch finished"
-    first.send_signal(signal.SIGSTOP)
-    first.send_signal(signal.SIGKILL)
-    first.wait()
-    epochs_before = len(history.read_text().splitlines()) - 1
-    assert epochs_before < 10, "the run finished before it could be killed"
 
     again = subprocess.run(command, env=ENV, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]

@@ -2,12 +2,11 @@
 
 import json
 import os
-import signal
-import subprocess
 import sys
-import time
 
 import pytest
+
+from tests.training.kill_run import kill_after_first_epoch
 
 
 @pytest.mark.slow
@@ -19,21 +18,8 @@ def test_sigkill_then_the_same_command_resumes_and_finishes(tmp_path, tiny_corpu
                "--max-predictions", "5", "--warmup-steps", "5", "--eval-fraction", "0.2", "--dupe-factor", "2",
                "--no-jit-compile"]
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    first = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    epochs_before = kill_after_first_epoch(command, env, out, 240)
     history = out / "history.csv"
-    deadline = time.time() + 240
-    # Ten epochs, killed as soon as one is logged: nine are left, so the kill lands mid-run
-    # however fast the machine is (polled every 0.1 s; SIGSTOP freezes it at once for the check).
-    while time.time() < deadline and (not history.exists() or len(history.read_text().splitlines()) < 2):
-        if first.poll() is not None:
-            break
-        time.sleep(0.1)
-    assert history.exists(), first.stderr.read()[-2000:] if first.poll() is not None else "no epoch finished"
-    first.send_signal(signal.SIGSTOP)
-    first.send_signal(signal.SIGKILL)
-    first.wait()
-    epochs_before = len(history.read_text().splitlines()) - 1
-    assert epochs_before < 10, "the run finished before it could be killed"
     assert (out / "backup").is_dir()
 
     from keras_bert_lib.cli import main

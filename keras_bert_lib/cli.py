@@ -21,8 +21,7 @@ import logging
 import sys
 
 from keras_bert_cli import add_config_flags, build_parser, positive
-from keras_bert_lib.checkpoints.archives import GOOGLE_CHECKPOINTS, is_archive_url
-from keras_bert_lib.checkpoints.hub import hub_id, resolve_checkpoint
+from keras_bert_lib.checkpoints.hub import is_checkpoint_name, resolve_checkpoint
 from keras_bert_lib.config import PRESETS
 from keras_bert_lib.corpus import run_corpus_job
 from keras_bert_lib.export import FORMATS, export_all, format_report, load_model_file, parity_report
@@ -132,7 +131,7 @@ def _summary(args):
 
 def _download(args):
     name = args.name + (f"@{args.revision}" if args.revision else "")
-    if hub_id(name) is None and name not in GOOGLE_CHECKPOINTS and not is_archive_url(name):
+    if not is_checkpoint_name(name):
         print(f"{name} is not a HuggingFace Hub id (ORG/NAME[@REVISION]), a Google checkpoint name or an archive "
               "URL, or it is a local path, which needs no download.", file=sys.stderr)
         return 2

@@ -61,6 +61,22 @@ def known_shape(name):
     return family, *{"base": (12 if family != "distilbert" else 6, 768, 12), "large": (24, 1024, 16)}[size]
 
 
+def is_checkpoint_name(name):
+    """Whether `name` (not a local path) is one `resolve_checkpoint` fetches: a Hub id or short
+    name, one of Google's checkpoint names, or an archive URL.
+
+    Example:
+        ```python
+        from keras_bert_lib.checkpoints.hub import is_checkpoint_name
+        is_checkpoint_name("bert-base-uncased")   # True
+        ```
+    """
+    name = os.fspath(name)
+    if os.path.exists(name):
+        return False
+    return name in HUB_ALIASES or name in GOOGLE_CHECKPOINTS or is_archive_url(name) or hub_id(name) is not None
+
+
 def hub_id(name):
     """(repo id, revision or None) when `name` reads as a HuggingFace Hub id and is not a local
     path; None otherwise.

@@ -143,6 +143,8 @@ def test_keras_bert_download_prints_the_cached_folder_or_says_how_to_fill_it(off
     assert capsys.readouterr().out.strip().endswith(f"snapshots/{COMMIT}")
     assert main(["download", "google-bert/bert-base-uncased", "--revision", "v1.0"]) == 2
     assert "google-bert/bert-base-uncased@v1.0: no such local folder" in capsys.readouterr().err
+    assert main(["download", "bert-base-uncased"]) == 2  # a short name: the Hub's google-bert/ repository, uncached
+    assert "google-bert/bert-base-uncased: no such local folder" in capsys.readouterr().err
     assert main(["download", "not-an-id"]) == 2
     assert "a Google checkpoint name or an archive URL" in capsys.readouterr().err
 

@@ -28,8 +28,7 @@ import tensorflow as tf  # noqa: E402
 
 import keras_bert_lib as kb  # noqa: E402
 from bench.interleaved import interleaved_medians  # noqa: E402
-from keras_bert_lib.models import with_dtype  # noqa: E402
-from tests.reference.keras_hub_weights import copy_from_keras_hub  # noqa: E402
+from keras_bert_lib.models import encoder_from_keras_hub, with_dtype  # noqa: E402
 
 
 def flops_per_sequence(config, length):
@@ -86,8 +85,7 @@ def main():
         vocabulary_size=config.vocab_size, num_layers=config.num_hidden_layers,
         num_heads=config.num_attention_heads, hidden_dim=config.hidden_size,
         intermediate_dim=config.intermediate_size, max_sequence_length=config.max_position_embeddings)
-    ours = kb.build_encoder(config)
-    copy_from_keras_hub(hub, ours)
+    ours = encoder_from_keras_hub(hub)
     def copy(model, dtype=None):
         twin = (kb.build_encoder(config, dtype=dtype) if model is ours else keras_hub.models.BertBackbone.from_config(
             {**hub.get_config(), **({"dtype": dtype} if dtype else {})}))

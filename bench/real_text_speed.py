@@ -154,7 +154,7 @@ def keras_hub_peer(model, path, texts, batch):
     except ImportError:
         print("(keras-hub left out: pip install -e '.[bench]')")
         return {}
-    from tests.reference.keras_hub_weights import hub_to_ours_names
+    from keras_bert_lib.checkpoints import name_rows
 
     config = model.encoder.config
     hub = keras_hub.models.BertBackbone(
@@ -163,8 +163,9 @@ def keras_hub_peer(model, path, texts, batch):
         max_sequence_length=config.max_position_embeddings)
     ours = {w.path: w for w in model.encoder.weights}
     theirs = {w.path: w for w in hub.weights}
-    for h, o in hub_to_ours_names(config.num_hidden_layers):
-        theirs[h].assign(np.reshape(np.asarray(ours[o]), theirs[h].shape))
+    for o, h, _ in name_rows("keras_hub", "bert", config)[0]:  # keras-hub's kernels are per head: reshaped
+        if o in ours:
+            theirs[h].assign(np.reshape(np.asarray(ours[o]), theirs[h].shape))
     tokenizer = keras_hub.tokenizers.BertTokenizer(vocabulary=os.path.join(path, "vocab.txt"), lowercase=True)
     packer = keras_hub.layers.MultiSegmentPacker(sequence_length=128, start_value=tokenizer.cls_token_id,
                                                  end_value=tokenizer.sep_token_id, pad_value=tokenizer.pad_token_id)

@@ -21,7 +21,7 @@ import logging
 import sys
 
 from keras_bert_cli import add_config_flags, build_parser, positive
-from keras_bert_lib.checkpoints.hub import is_checkpoint_name, resolve_checkpoint
+from keras_bert_lib.checkpoints.hub import hub_id, is_checkpoint_name, resolve_checkpoint
 from keras_bert_lib.config import PRESETS
 from keras_bert_lib.corpus import run_corpus_job
 from keras_bert_lib.export import FORMATS, export_all, format_report, load_model_file, parity_report
@@ -62,7 +62,8 @@ def main(argv=None) -> int:
     summary.add_argument("--repeats", type=positive, default=5, help="timed passes; the median is shown (default: 5)")
     download = commands["download"]
     download.add_argument("name", help="a HuggingFace Hub id, ORG/NAME (hf://ORG/NAME and ORG/NAME@REVISION too), "
-                                       "a Google checkpoint name (uncased_L-12_H-768_A-12) or an archive URL")
+                                       "a Google checkpoint name (uncased_L-12_H-768_A-12), an archive URL, or a "
+                                       "keras-hub preset (bert_base_en_uncased, kaggle://keras/bert/keras/NAME/VERSION)")
     download.add_argument("--revision", default=None,
                           help="a branch, tag or commit to pin (default: the repository's main branch)")
     add_config_flags(commands["quickstart"], QuickstartConfig)
@@ -131,9 +132,13 @@ def _summary(args):
 
 def _download(args):
     name = args.name + (f"@{args.revision}" if args.revision else "")
+    if args.revision and hub_id(name) is None:
+        print(f"--revision is for HuggingFace Hub ids; {args.name} names its version itself (a Kaggle handle's "
+              "last part).", file=sys.stderr)
+        return 2
     if not is_checkpoint_name(name):
-        print(f"{name} is not a HuggingFace Hub id (ORG/NAME[@REVISION]), a Google checkpoint name or an archive "
-              "URL, or it is a local path, which needs no download.", file=sys.stderr)
+        print(f"{name} is not a HuggingFace Hub id (ORG/NAME[@REVISION]), a Google checkpoint name, an archive "
+              "URL or a keras-hub preset, or it is a local path, which needs no download.", file=sys.stderr)
         return 2
     try:
         print(resolve_checkpoint(name))

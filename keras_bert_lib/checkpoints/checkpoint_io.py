@@ -12,7 +12,7 @@ import tempfile
 
 import numpy as np
 
-from keras_bert_lib.checkpoints import google_tf1, huggingface
+from keras_bert_lib.checkpoints import google_tf1, huggingface, keras_hub_presets
 from keras_bert_lib.checkpoints import name_maps as maps
 from keras_bert_lib.checkpoints.hub import resolve_checkpoint
 from keras_bert_lib.config import EncoderConfig
@@ -54,7 +54,7 @@ class Checkpoint:
         ```
     """
 
-    format: str  # "tf1" or "hf"
+    format: str  # "tf1", "hf" or "keras_hub"
     config: EncoderConfig
     model_type: str  # "bert", "albert", "roberta" or "distilbert"
     tensors: dict  # name -> np.ndarray; HuggingFace names without the model prefix ("bert.")
@@ -72,10 +72,12 @@ class Checkpoint:
 
 def read_checkpoint(path):
     """Reads a Google TF1 or HuggingFace checkpoint folder (or TF1 prefix, or .safetensors file),
-    or a HuggingFace Hub id (`org/name[@revision]`: `checkpoints.hub.resolve_checkpoint`).
+    a keras-hub preset, or a checkpoint by name (`checkpoints.hub.resolve_checkpoint`).
 
     The format follows from the files: `bert_config.json` (or `albert_config.json`) with
-    `*.ckpt*.index` is Google's; `config.json` with `model.safetensors` is HuggingFace's.
+    `*.ckpt*.index` is Google's; `config.json` with `model.safetensors` is HuggingFace's;
+    `config.json` of a keras-hub `BertBackbone`/`AlbertBackbone` with `model.weights.h5` is
+    keras-hub's (`checkpoints.keras_hub_presets`).
 
     Raises:
         ValueError: no checkpoint at `path`, or a format this library does not read.
@@ -89,6 +91,9 @@ def read_checkpoint(path):
     path = resolve_checkpoint(os.fspath(path))  # a HuggingFace Hub id: its folder in the HF cache
     if not os.path.exists(path) and not os.path.isfile(path + ".index"):
         raise ValueError(f"No such checkpoint file or folder: {path}")
+    if keras_hub_presets.is_preset_folder(path):  # keras-hub's save_to_preset: read by keras-hub
+        config, model_type, tensors = keras_hub_presets.read(path)
+        return Checkpoint("keras_hub", config, model_type, tensors, os.path.join(path, "model.weights.h5"))
     found = google_tf1.find(path)
     if found:
         config, tensors = google_tf1.read(*found)
@@ -117,6 +122,9 @@ def _tables(fmt, model_type):
     if fmt == "tf1":
         block = maps.GOOGLE_ALBERT_BLOCK if model_type == "albert" else maps.GOOGLE_BERT_BLOCK
         return maps.GOOGLE_EMBEDDINGS, block, maps.GOOGLE_HEADS
+    if fmt == "keras_hub":  # a backbone preset: no pre-training heads
+        layer = maps.KERAS_HUB_LAYER[model_type]
+        return maps.KERAS_HUB_TOP, [(o, t.replace("{layer}", layer), k) for o, t, k in maps.KERAS_HUB_BLOCK], []
     return maps.HF_TOP[model_type], maps.HF_BLOCKS[model_type], maps.HF_HEADS[model_type]
 
 

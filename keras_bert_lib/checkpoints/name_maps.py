@@ -224,6 +224,42 @@ HF_ARCHITECTURE = {  # (encoder only, with heads and a sentence task, with an ML
 }
 
 
+# --- keras-hub presets (BertBackbone, AlbertBackbone weight paths; attention heads merged on read:
+# keras_hub_presets.backbone_tensors) ---------------------------------------------------------
+KERAS_HUB_TOP = [
+    ("token_embedding/embeddings", "token_embedding/embeddings", KEEP),
+    ("position_embedding/embeddings", "position_embedding/embeddings", KEEP),
+    ("segment_embedding/embeddings", "segment_embedding/embeddings", KEEP),
+    ("embeddings_layer_norm/gamma", "embeddings_layer_norm/gamma", KEEP),
+    ("embeddings_layer_norm/beta", "embeddings_layer_norm/beta", KEEP),
+    ("embedding_projection/kernel", "embedding_projection/kernel", KEEP),
+    ("embedding_projection/bias", "embedding_projection/bias", KEEP),
+    ("pooler/kernel", "pooled_dense/kernel", KEEP),
+    ("pooler/bias", "pooled_dense/bias", KEEP),
+]
+_K = "{layer}/"
+KERAS_HUB_BLOCK = [
+    ("{block}/attention/query/kernel", _K + "self_attention_layer/query/kernel", KEEP),
+    ("{block}/attention/query/bias", _K + "self_attention_layer/query/bias", KEEP),
+    ("{block}/attention/key/kernel", _K + "self_attention_layer/key/kernel", KEEP),
+    ("{block}/attention/key/bias", _K + "self_attention_layer/key/bias", KEEP),
+    ("{block}/attention/value/kernel", _K + "self_attention_layer/value/kernel", KEEP),
+    ("{block}/attention/value/bias", _K + "self_attention_layer/value/bias", KEEP),
+    ("{block}/attention/output/kernel", _K + "self_attention_layer/attention_output/kernel", KEEP),
+    ("{block}/attention/output/bias", _K + "self_attention_layer/attention_output/bias", KEEP),
+    ("{block}/attention_layer_norm/gamma", _K + "self_attention_layer_norm/gamma", KEEP),
+    ("{block}/attention_layer_norm/beta", _K + "self_attention_layer_norm/beta", KEEP),
+    ("{block}/ffn/intermediate/kernel", _K + "feedforward_intermediate_dense/kernel", KEEP),
+    ("{block}/ffn/intermediate/bias", _K + "feedforward_intermediate_dense/bias", KEEP),
+    ("{block}/ffn/output/kernel", _K + "feedforward_output_dense/kernel", KEEP),
+    ("{block}/ffn/output/bias", _K + "feedforward_output_dense/bias", KEEP),
+    ("{block}/ffn_layer_norm/gamma", _K + "feedforward_layer_norm/gamma", KEEP),
+    ("{block}/ffn_layer_norm/beta", _K + "feedforward_layer_norm/beta", KEEP),
+]
+# keras-hub's name of a block: BERT's layer i, ALBERT's group g's inner layer j.
+KERAS_HUB_LAYER = {"bert": "transformer_layer_{i}", "albert": "group_{g}_inner_layer_{j}"}
+
+
 def expand(top, block, config):
     """The encoder's rows: `top` once, `block` once per distinct block (shared ALBERT blocks
     appear once), with the block placeholders filled in. (Head rows hold `{task}`; the caller

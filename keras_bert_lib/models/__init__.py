@@ -1,7 +1,7 @@
 """Encoders, the factories that build them from presets or checkpoints, and the models with heads:
 the pretrainer and the fine-tuning task models."""
 
-from keras_bert_lib.models.checkpoint_loading import load_checkpoint, save_checkpoint
+from keras_bert_lib.models.checkpoint_loading import encoder_from_keras_hub, load_checkpoint, save_checkpoint
 from keras_bert_lib.models.cross_encoder import CrossEncoder
 from keras_bert_lib.models.distillation import DistillationLoss, distillation_targets
 from keras_bert_lib.models.dtype_copy import with_dtype
@@ -45,6 +45,7 @@ __all__ = [
     "build_encoder",
     "set_trainable_blocks",
     "student_from_teacher",
+    "encoder_from_keras_hub",
     "load_checkpoint",
     "save_checkpoint",
     "with_dtype",

@@ -4,7 +4,14 @@ import logging
 
 import numpy as np
 
-from keras_bert_lib.checkpoints import SHAPE_FIELDS, assign_weights, read_checkpoint, write_checkpoint
+from keras_bert_lib.checkpoints import (
+    SHAPE_FIELDS,
+    Checkpoint,
+    assign_weights,
+    keras_hub_presets,
+    read_checkpoint,
+    write_checkpoint,
+)
 from keras_bert_lib.models.encoder import BertEncoder
 from keras_bert_lib.models.pretrainer import BertPretrainer
 
@@ -46,6 +53,27 @@ def load_checkpoint(path, with_heads=False, **overrides):
         ```
     """
     return build_from_checkpoint(read_checkpoint(path), with_heads, overrides)
+
+
+def encoder_from_keras_hub(backbone, **options):
+    """Our `BertEncoder` with the weights of a keras-hub `BertBackbone` or `AlbertBackbone` held in
+    memory: the same outputs within float32 rounding (keras-hub's tanh GELU included). A preset on
+    disk or by name loads with `load_checkpoint` instead. `options` are `load_checkpoint`'s
+    overrides (`output_hidden_states`, `dtype`, the dropouts...).
+
+    Example:
+        ```python
+        import keras_hub
+        from keras_bert_lib.models.checkpoint_loading import encoder_from_keras_hub
+        hub = keras_hub.models.BertBackbone(vocabulary_size=100, num_layers=1, num_heads=2, hidden_dim=8,
+                                            intermediate_dim=16, max_sequence_length=16)
+        encoder = encoder_from_keras_hub(hub)
+        ```
+    """
+    config, model_type = keras_hub_presets.encoder_config(
+        {"class_name": type(backbone).__name__, "config": backbone.get_config()})
+    tensors = keras_hub_presets.backbone_tensors(backbone)
+    return build_from_checkpoint(Checkpoint("keras_hub", config, model_type, tensors, backbone.name), overrides=options)
 
 
 def build_from_checkpoint(checkpoint, with_heads=False, overrides=None, expected=None):

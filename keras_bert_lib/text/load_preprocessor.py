@@ -4,6 +4,7 @@ import json
 import os
 import re
 
+from keras_bert_lib.checkpoints import keras_hub_presets
 from keras_bert_lib.checkpoints.hub import resolve_checkpoint
 from keras_bert_lib.config import EncoderConfig
 from keras_bert_lib.text.preprocessor import BertPreprocessor
@@ -44,6 +45,9 @@ def _casing(folder):
 def _encoder_config(folder):
     """(EncoderConfig, model_type) from config.json or bert_config.json, or (None, None)."""
     hf = os.path.join(folder, "config.json")
+    if keras_hub_presets.is_preset_folder(folder):
+        config, model_type = keras_hub_presets.encoder_config(_read_json(hf))
+        return (None if model_type in _NOT_WORDPIECE else config), model_type
     if os.path.isfile(hf):
         data = _read_json(hf)
         model_type = data.get("model_type")
@@ -63,11 +67,13 @@ def load_preprocessor(path, sequence_length=128, lowercase=None, truncate="round
 
     The casing comes from `lowercase` if given, else from the folder's files: HuggingFace's
     `tokenizer_config.json` (`do_lower_case`, `strip_accents`) or `tokenizer.json`'s
-    BertNormalizer, else Google's folder naming (`uncased_L-12_H-768_A-12`, `cased_…`). So a
-    folder that `load_checkpoint` reads becomes encoder + preprocessor in two calls.
+    BertNormalizer, else Google's folder naming (`uncased_L-12_H-768_A-12`, `cased_…`); a
+    keras-hub preset's vocabulary and casing are `assets/tokenizer/vocabulary.txt` and its
+    `tokenizer.json`. So a folder that `load_checkpoint` reads becomes encoder + preprocessor in
+    two calls.
 
     Args:
-        path: a checkpoint folder (or a file in one), or a HuggingFace Hub id.
+        path: a checkpoint folder (or a file in one), or a checkpoint's name (`resolve_checkpoint`).
         sequence_length: int. The packed length T; at most the encoder's positions.
         lowercase: bool or None. Overrides the casing the files say.
         truncate: "round_robin" or "waterfall" (see BertPacker).
@@ -96,9 +102,14 @@ def load_preprocessor(path, sequence_length=128, lowercase=None, truncate="round
                          "and keras_bert_lib's preprocessor is WordPiece only. Its encoder loads "
                          "(load_checkpoint); tokenize its text with its own tokenizer.")
     vocab = os.path.join(folder, "vocab.txt")
+    keras_hub_tokenizer = keras_hub_presets.tokenizer_settings(folder)
+    strip_accents = None
+    if keras_hub_tokenizer:  # a keras-hub preset: assets/tokenizer/vocabulary.txt, casing in tokenizer.json
+        vocab = keras_hub_tokenizer[0]
+        if lowercase is None:
+            lowercase, strip_accents = keras_hub_tokenizer[1:]
     if not os.path.isfile(vocab):
         raise ValueError(f"{folder} has no vocab.txt, the WordPiece vocabulary a BertPreprocessor needs.")
-    strip_accents = None
     if lowercase is None:
         found = _casing(folder)
         if found is None:

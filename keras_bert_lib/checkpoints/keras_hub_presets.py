@@ -75,15 +75,20 @@ def _keras_hub(name):
     return keras_hub
 
 
-def _kaggle_cached(handle):
-    """The local folder of a versioned Kaggle model handle in kagglehub's cache, or None."""
+def _kaggle_cached(handle, newest=False):
+    """The local folder of Kaggle model handle `handle` in kagglehub's cache, or None. A handle
+    without a version is cached only with `newest` (offline: the highest version there)."""
     from kagglehub.config import get_cache_folder
 
     parts = handle.removeprefix("kaggle://").split("/")
-    if len(parts) != 5:
-        return None
-    folder = os.path.join(get_cache_folder(), "models", *parts)
-    return folder if all(os.path.isfile(os.path.join(folder, f)) for f in REQUIRED_FILES) else None
+    base = os.path.join(get_cache_folder(), "models", *parts[:4])
+    versions = [parts[4]] if len(parts) == 5 else sorted(
+        (v for v in (os.listdir(base) if newest and os.path.isdir(base) else []) if v.isdigit()), key=int)[-1:]
+    for version in versions:
+        folder = os.path.join(base, version)
+        if all(os.path.isfile(os.path.join(folder, f)) for f in REQUIRED_FILES):
+            return folder
+    return None
 
 
 def fetch_preset(name):
@@ -118,10 +123,11 @@ def fetch_preset(name):
         handle = known[name]["kaggle_handle"]
     else:
         _keras_hub(name)
-    cached = _kaggle_cached(handle)
+    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+    cached = _kaggle_cached(handle, newest=offline)
     if cached:
         return cached
-    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+    if offline:
         from kagglehub.config import get_cache_folder
 
         raise ValueError(f"{name}: a keras-hub preset not in kagglehub's cache ({get_cache_folder()}) while "

@@ -88,6 +88,7 @@ def test_a_kaggle_handle_and_a_preset_name_load_from_kagglehub_s_cache(preset, t
     handle = "kaggle://keras/bert/keras/all_minilm_l6_v2_en/1"
     cached = _kaggle_cache(tmp_path, handle, folder)
     assert resolve_checkpoint(handle) == str(cached)
+    assert resolve_checkpoint(handle.removesuffix("/1")) == str(cached)  # no version: offline, the newest cached
     by_handle, by_folder = load_checkpoint(handle), load_checkpoint(folder)
     for a, b in zip(by_handle.weights, by_folder.weights, strict=True):
         assert a.path == b.path and np.array_equal(np.asarray(a), np.asarray(b)), a.path

@@ -119,6 +119,8 @@ def save_run_model(output_dir, model, preprocessor):
         return
     tokenizer = preprocessor.tokenizer
     write_vocabulary(tokenizer.vocabulary, os.path.join(export, "vocab.txt"))
-    atomic_write_text(os.path.join(export, "tokenizer_config.json"),
-                      json.dumps({"do_lower_case": tokenizer.lowercase, "tokenizer_class": "BertTokenizer",
-                                  "model_max_length": preprocessor.sequence_length}))
+    settings = {"do_lower_case": tokenizer.lowercase, "tokenizer_class": "BertTokenizer",
+                "model_max_length": preprocessor.sequence_length}
+    if tokenizer.strip_accents is not None:  # said only where it is not BERT's rule (a keras-hub preset keeps accents)
+        settings["strip_accents"] = tokenizer.strip_accents
+    atomic_write_text(os.path.join(export, "tokenizer_config.json"), json.dumps(settings))

@@ -147,3 +147,20 @@ def test_keras_bert_download_gives_a_cached_preset_s_folder(preset, tmp_path, mo
     assert capsys.readouterr().out.strip() == str(cached)
     assert main(["download", "kaggle://keras/bert/keras/all_minilm_l6_v2_en/1", "--revision", "2"]) == 2
     assert "names its version itself" in capsys.readouterr().err
+
+
+def test_a_run_s_huggingface_export_keeps_the_preset_s_accents(preset, tmp_path):
+    """A classifier on the keras-hub MiniLM (accents kept) is exported with `strip_accents: false`,
+    so HuggingFace's BertTokenizer reads its text as the model was trained on it."""
+    from transformers import BertTokenizer
+
+    from keras_bert_lib import TextClassifier
+    from keras_bert_lib.runs.finetune import save_run_model
+
+    model = TextClassifier.from_checkpoint(preset[0], num_classes=2, sequence_length=16)
+    save_run_model(str(tmp_path), model, model.preprocessor)
+    hf = BertTokenizer.from_pretrained(str(tmp_path / "export"))
+    theirs = hf(TEXTS[2])["input_ids"]
+    ours = np.asarray(model.preprocessor([TEXTS[2]])["token_ids"][0])  # padded to a multiple of 8
+    np.testing.assert_array_equal(ours[:len(theirs)], theirs)
+    assert 100 in theirs  # "überraschend" is [UNK] with accents kept, as in keras-hub

@@ -143,6 +143,8 @@ def fetch_preset(name):
             if file in REQUIRED_FILES:
                 raise ValueError(f"{name} ({handle}) has no {file}: not a keras-hub backbone preset.") from None
             continue
+        except Exception as e:  # kagglehub's and the network's own errors: said in one line, with the name
+            raise ValueError(f"{name}: keras-hub could not fetch {file} of {handle}: {str(e).splitlines()[0]}") from e
         folder = folder or os.path.dirname(path)
     return folder
 

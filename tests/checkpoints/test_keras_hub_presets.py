@@ -164,3 +164,18 @@ def test_a_run_s_huggingface_export_keeps_the_preset_s_accents(preset, tmp_path)
     ours = np.asarray(model.preprocessor([TEXTS[2]])["token_ids"][0])  # padded to a multiple of 8
     np.testing.assert_array_equal(ours[:len(theirs)], theirs)
     assert 100 in theirs  # "überraschend" is [UNK] with accents kept, as in keras-hub
+
+
+def test_a_failed_download_is_one_line_naming_the_preset(tmp_path, monkeypatch):
+    """Online, keras-hub's fetcher is asked; its error (stood in for here) becomes a ValueError."""
+    from keras_hub.src.utils import preset_utils
+
+    def unreachable(preset, path):
+        raise OSError("Failed to establish a new connection: [Errno 111] Connection refused\nmore lines")
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("KAGGLEHUB_CACHE", str(tmp_path))
+    monkeypatch.setattr(preset_utils, "get_file", unreachable)
+    with pytest.raises(ValueError, match=r"^bert_tiny_en_uncased: keras-hub could not fetch config.json of "
+                                         r"kaggle://keras/bert/keras/bert_tiny_en_uncased/\d+: Failed to establish"):
+        resolve_checkpoint("bert_tiny_en_uncased")

@@ -3,7 +3,9 @@ checkpoints; a Ctrl-C that Python could not raise still stops training."""
 
 import math
 import os
+import signal
 import sys
+import threading
 
 import keras
 
@@ -94,13 +96,15 @@ class PeriodicCheckpoints(keras.callbacks.Callback):
 
 
 class KeepInterrupts(keras.callbacks.Callback):
-    """A Ctrl-C that lands where Python cannot raise it still stops training, at the next batch.
+    """A Ctrl-C during `fit` stops training at the end of the current batch, wherever it lands.
 
-    Python runs a signal handler between bytecodes. When SIGINT arrives while a garbage-collector
-    callback or a `__del__` runs (JAX, imported by Keras where installed, keeps one in
-    `gc.callbacks`), the KeyboardInterrupt is "ignored": printed as a traceback, and `fit` goes on.
-    Inside `with KeepInterrupts() as keep:` such an interrupt is noted silently instead (through
-    `sys.unraisablehook`), and the callback raises it at the end of the next batch or epoch.
+    Python raises KeyboardInterrupt wherever the main thread happens to be, and where that is a
+    garbage-collector callback or a `__del__` (JAX, imported by Keras where installed, keeps one
+    in `gc.callbacks`) the interrupt is "ignored": printed as a traceback, and `fit` goes on.
+    Inside `with KeepInterrupts() as keep:` (in the main thread) the first SIGINT only sets a
+    flag, and an interrupt that Python swallowed anyway is noted through `sys.unraisablehook`; the
+    callback raises KeyboardInterrupt at the end of the next batch (training or held-out) or epoch,
+    or when the block ends. A second Ctrl-C raises at once.
 
     Example:
         ```python
@@ -115,14 +119,27 @@ class KeepInterrupts(keras.callbacks.Callback):
 
     def __init__(self):
         super().__init__()
-        self.swallowed, self._previous_hook = False, None
+        self.swallowed, self._previous_hook, self._previous_handler = False, None, None
 
     def __enter__(self):
+        self.swallowed = False
         self._previous_hook, sys.unraisablehook = sys.unraisablehook, self._unraisable
+        if threading.current_thread() is threading.main_thread():
+            self._previous_handler = signal.signal(signal.SIGINT, self._sigint)
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, *exc):
         sys.unraisablehook = self._previous_hook
+        if self._previous_handler is not None:
+            signal.signal(signal.SIGINT, self._previous_handler)
+            self._previous_handler = None
+        if exc_type is None:
+            self._raise_swallowed()  # a Ctrl-C after the last batch: the caller still hears it
+
+    def _sigint(self, signum, frame):
+        if self.swallowed:  # the second Ctrl-C: at once
+            raise KeyboardInterrupt
+        self.swallowed = True
 
     def _unraisable(self, unraisable):
         if isinstance(unraisable.exc_value, KeyboardInterrupt):

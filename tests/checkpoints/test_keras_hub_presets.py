@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from keras_bert_lib import load_checkpoint
+from keras_bert_lib import bert_tiny, load_checkpoint
 from keras_bert_lib.checkpoints.hub import resolve_checkpoint
 from keras_bert_lib.models.checkpoint_loading import encoder_from_keras_hub
 from keras_bert_lib.text import load_preprocessor
@@ -101,6 +101,7 @@ def test_a_kaggle_handle_and_a_preset_name_load_from_kagglehub_s_cache(preset, t
     batch = {"token_ids": np.array([[101, 2023, 2003, 102, 0]], "int32"), "segment_ids": np.zeros((1, 5), "int32"),
              "padding_mask": np.array([[1, 1, 1, 1, 0]], bool)}
     _same_outputs(load_checkpoint("bert_tiny_en_uncased"), tiny, batch)
+    _same_outputs(bert_tiny(weights="bert_tiny_en_uncased"), tiny, batch)  # the factory of its shape takes the name
 
 
 def test_an_uncached_preset_fails_at_once_offline_and_writes_nothing(tmp_path, monkeypatch):

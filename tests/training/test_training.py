@@ -205,3 +205,37 @@ def test_a_ctrl_c_python_swallowed_in_a_destructor_still_stops_training_at_the_b
     finally:
         sys.unraisablehook = previous_hook
     assert sys.unraisablehook is previous_hook
+
+
+def test_a_ctrl_c_inside_keep_interrupts_stops_at_the_batch_end_and_a_second_one_at_once():
+    """SIGINT (a terminal's Ctrl-C) sets a flag that the next batch end raises, so no interrupt
+    can be lost in a destructor or half-way through a checkpoint; the handler is put back after."""
+    import os
+    import signal
+
+    from keras_bert_lib.training.callbacks import KeepInterrupts
+
+    class CtrlCAt(keras.callbacks.Callback):
+        def __init__(self, presses):
+            super().__init__()
+            self.presses, self.ended = presses, 0
+
+        def on_train_batch_begin(self, batch, logs=None):
+            if batch == 2:
+                for _ in range(self.presses):
+                    os.kill(os.getpid(), signal.SIGINT)
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.ended += 1
+
+    def fit(callbacks):
+        model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+        model.compile(loss="mse")
+        model.fit(np.ones((10, 1)), np.ones((10, 1)), batch_size=1, epochs=1, callbacks=callbacks, verbose=0)
+
+    before = signal.getsignal(signal.SIGINT)
+    for presses, ended in ((1, 3), (2, 2)):  # once: batch 2 runs to its end; twice: raised at once, in its begin
+        counter, keep = CtrlCAt(presses), KeepInterrupts()
+        with pytest.raises(KeyboardInterrupt), keep:
+            fit([counter, keep])
+        assert counter.ended == ended and signal.getsignal(signal.SIGINT) is before

@@ -133,8 +133,8 @@ def _summary(args):
 def _download(args):
     name = args.name + (f"@{args.revision}" if args.revision else "")
     if args.revision and hub_id(name) is None:
-        print(f"--revision is for HuggingFace Hub ids; {args.name} names its version itself (a Kaggle handle's "
-              "last part).", file=sys.stderr)
+        print(f"--revision is for HuggingFace Hub ids (ORG/NAME), and {args.name} is not one (a Kaggle handle "
+              "names its version as its last part).", file=sys.stderr)
         return 2
     if not is_checkpoint_name(name):
         print(f"{name} is not a HuggingFace Hub id (ORG/NAME[@REVISION]), a Google checkpoint name, an archive "

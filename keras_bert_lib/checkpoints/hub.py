@@ -73,7 +73,8 @@ def known_shape(name):
 
 def is_checkpoint_name(name):
     """Whether `name` (not a local path) is one `resolve_checkpoint` fetches: a Hub id or short
-    name, one of Google's checkpoint names, or an archive URL.
+    name, one of Google's checkpoint names, an archive URL, or a keras-hub preset name or Kaggle
+    handle (whether keras-hub knows the name is asked when it is fetched).
 
     Example:
         ```python

@@ -147,7 +147,7 @@ def test_keras_bert_download_gives_a_cached_preset_s_folder(preset, tmp_path, mo
     assert main(["download", "kaggle://keras/bert/keras/all_minilm_l6_v2_en/1"]) == 0
     assert capsys.readouterr().out.strip() == str(cached)
     assert main(["download", "kaggle://keras/bert/keras/all_minilm_l6_v2_en/1", "--revision", "2"]) == 2
-    assert "names its version itself" in capsys.readouterr().err
+    assert "--revision is for HuggingFace Hub ids" in capsys.readouterr().err
 
 
 def test_a_run_s_huggingface_export_keeps_the_preset_s_accents(preset, tmp_path):

@@ -4,6 +4,7 @@ import keras
 import numpy as np
 
 from keras_bert_lib.heads import ClassificationHead
+from keras_bert_lib.metrics import ClassificationStatistic
 from keras_bert_lib.models.distillation import DistillationLoss, LabelledAccuracy, teacher_agreement
 from keras_bert_lib.models.task_model import HEAD_DTYPE, TaskModel, default_optimizer
 
@@ -16,8 +17,9 @@ class TextClassifier(TaskModel):
     A pair is packed as `[CLS] first [SEP] second [SEP]` with segment ids 0 and 1. With
     `pooling="cls"` on an encoder without a pooler (DistilBERT) the [CLS] hidden state is used.
     Compiled at construction with `default_optimizer()` (AdamW 5e-5), sparse categorical
-    cross-entropy and accuracy (mean squared error for `num_classes=1`, a regression such as
-    STS-B); `compile(...)` again to change them.
+    cross-entropy and the metrics `classification_metrics` reports (accuracy, macro F1, Matthews,
+    and F1 for two classes; mean squared error and no metric for `num_classes=1`, a regression
+    such as STS-B); `compile(...)` again to change them.
 
     Args:
         encoder: BertEncoder (its weights are shared, not copied).
@@ -77,10 +79,17 @@ class TextClassifier(TaskModel):
         if metrics == "auto":  # a regression has no accuracy; distillation's targets carry the label last
             distilling = [LabelledAccuracy(), keras.metrics.MeanMetricWrapper(teacher_agreement, name="agreement")]
             metrics = ([] if self.num_classes == 1 else distilling if isinstance(loss, DistillationLoss)
-                       else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
+                       else self._class_metrics())
         super().compile(
             optimizer=default_optimizer() if optimizer == "auto" else optimizer, loss=loss, metrics=metrics, **kwargs
         )
+
+    def _class_metrics(self):
+        """Accuracy, macro F1, Matthews and, for two classes, class 1's F1: `classification_metrics`'
+        numbers, summed over the whole held-out set by `fit`'s validation pass."""
+        statistics = ("f1_macro", "matthews", "f1") if self.num_classes == 2 else ("f1_macro", "matthews")
+        return ([keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+                + [ClassificationStatistic(self.num_classes, s) for s in statistics])
 
     def _targets(self, y):
         """Class indices from `y`: names are looked up in `class_names`; every label is checked

@@ -20,7 +20,7 @@ from keras_bert_lib.compile_path import choose_training_dtype
 from keras_bert_lib.models import load_checkpoint, save_checkpoint
 from keras_bert_lib.tasks import FinetuneConfig, get_task
 from keras_bert_lib.text import load_preprocessor, write_vocabulary
-from keras_bert_lib.training.loop import prepare_output_dir, train
+from keras_bert_lib.training.loop import held_out_cut, prepare_output_dir, train
 
 logger = logging.getLogger(__name__)
 
@@ -88,9 +88,10 @@ def run_finetuning(config: FinetuneConfig):
         loop = dataclasses.replace(loop, dtype=choose_training_dtype("auto", width))
         logger.info("Fine-tuning in %s (--dtype auto).", loop.dtype)
     keras.utils.set_random_seed(config.seed)
-    model, _ = train(loop, lambda: task.build(load_checkpoint(config.checkpoint, dtype=loop.dtype)), task.train_data,
-                     task.held_out, baselines=task.curve_baselines)
-    report = {"held_out": task.evaluate(model), "baselines": task.baselines, "steps": loop.steps,
+    model, fitted = train(loop, lambda: task.build(load_checkpoint(config.checkpoint, dtype=loop.dtype)),
+                          task.train_data, task.held_out, baselines=task.curve_baselines)
+    held_out = task.report(model, None if held_out_cut(loop) else fitted)
+    report = {"held_out": held_out, "baselines": task.baselines, "steps": loop.steps,
               "train_examples": task.train_examples, "validation_examples": task.validation_examples}
     save_run_model(config.output_dir, model, preprocessor)
     atomic_write_text(os.path.join(config.output_dir, "report.json"), json.dumps(report, indent=2))

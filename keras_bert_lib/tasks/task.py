@@ -170,6 +170,12 @@ class Task(abc.ABC):
     def evaluate(self, model):
         """{metric: value} of `model` on the held-out data: the names in `metrics`."""
 
+    def report(self, model, fitted):
+        """The held-out numbers of the run's report: `evaluate(model)`, unless a task can read them
+        from `fitted`, the results of the training loop's last held-out pass over every held-out
+        example on the final weights (None where that pass left examples out)."""
+        return self.evaluate(model)
+
     @classmethod
     @abc.abstractmethod
     def prediction_rows(cls, model, columns):

@@ -201,7 +201,9 @@ def train(config, build_model, train_data, held_out, baselines=None, loss="auto"
     (a distillation loss, say).
 
     Returns:
-        (model, held-out results {metric: value} of the final weights).
+        (model, held-out results {metric: value} of the final weights: the compiled loss and
+        metrics of the last epoch's held-out pass; over every held-out example unless
+        `held_out_cut(config)`).
     Example:
         ```python
         from keras_bert_lib.training.loop import train
@@ -232,7 +234,23 @@ def train(config, build_model, train_data, held_out, baselines=None, loss="auto"
         if batch is not None and batch % devices:
             raise ValueError(f"A batch of {batch} does not split over {devices} devices: make --batch-size a "
                              f"multiple of {devices}, or --strategy one_device.")
-        return _fit(config, model, train_data, _whole_for(devices, held_out), baselines)
+        return _fit(config, model, train_data, _whole_for(devices, held_out) if devices > 1 else held_out, baselines)
+
+
+def held_out_cut(config):
+    """Whether `train` cuts the held-out batches to a multiple of the device count (Keras' JAX
+    backend, data parallel over several devices), so that the held-out results it returns leave
+    out up to devices - 1 examples.
+
+    Example:
+        ```python
+        from keras_bert_lib.training.loop import LoopConfig, held_out_cut
+        held_out_cut(LoopConfig(strategy="one_device"))   # False
+        ```
+    """
+    if keras.backend.backend() == "tensorflow" or config.strategy == "one_device":
+        return False
+    return len(keras.distribution.list_devices()) > 1
 
 
 def _whole_for(devices, data):

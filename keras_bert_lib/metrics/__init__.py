@@ -19,4 +19,5 @@ from keras_bert_lib.metrics.ranking import mrr_at_k, mrr_by_query, recall_at_k, 
 from keras_bert_lib.metrics.squad import normalize_answer, squad_scores
 
 __all__ = ["accuracy", "f1", "matthews", "spearman", "recall_at_k", "mrr_at_k", "mrr_by_query", "retrieval_metrics",
-           "classification_metrics", "ClassificationStatistic", "squad_scores", "normalize_answer", "entity_scores", "tags_to_entities"]
+           "classification_metrics", "ClassificationStatistic", "squad_scores", "normalize_answer", "entity_scores",
+           "tags_to_entities"]

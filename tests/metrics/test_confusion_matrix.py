@@ -92,4 +92,5 @@ def test_fit_and_evaluate_under_xla_give_the_whole_sets_numbers_and_it_saves(tmp
     loaded = keras.saving.load_model(tmp_path / "m.keras")
     results = loaded.evaluate(x, y, batch_size=17, return_dict=True, verbose=0)
     assert results["matthews"] == pytest.approx(sk.matthews_corrcoef(y, predicted), abs=1e-5)
-    assert ClassificationStatistic.from_config(ClassificationStatistic(3, "matthews").get_config()).statistic == "matthews"
+    config = ClassificationStatistic(3, "matthews").get_config()
+    assert ClassificationStatistic.from_config(config).statistic == "matthews"

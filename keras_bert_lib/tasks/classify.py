@@ -96,8 +96,8 @@ class Classify(Task):
         # The classifier's compiled metrics are classification_metrics' numbers over the whole set
         # (ClassificationStatistic): the last held-out pass gave them, so no third pass is needed.
         names = [m for m in self.metrics if m != "f1" or len(self.names) == 2]
-        if fitted is not None and all(m in fitted for m in names):
-            return {m: fitted[m] for m in names}
+        if fitted is not None and all(m in fitted for m in names):  # float32: its shortest decimal (0.7725)
+            return {m: float(str(np.float32(fitted[m]))) for m in names}
         return self.evaluate(model)
 
     @classmethod

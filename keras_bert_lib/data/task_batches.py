@@ -70,10 +70,10 @@ def width_multiple():
     return MULTIPLE if choose_jit_compile(training_widths_vary=True)[0] else 1
 
 
-def _cut_to_longest(features, *rest, multiple=None):
+def _cut_to_longest(features, *rest):
     """A batch's features (and the parts of `rest` with the same token axis) cut to its longest
-    row's real tokens, rounded up to `multiple` (default: `width_multiple()`)."""
-    multiple = width_multiple() if multiple is None else multiple
+    row's real tokens, rounded up to `width_multiple()` (read once, when tf.data traces the map)."""
+    multiple = width_multiple()
     width = tf.shape(features["padding_mask"])[1]
     longest = tf.reduce_max(tf.reduce_sum(features["padding_mask"], 1))
     keep = tf.minimum((longest + multiple - 1) // multiple * multiple, width)

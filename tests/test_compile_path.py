@@ -36,11 +36,11 @@ def test_accelerators_and_other_backends():
 def test_training_on_batches_of_varying_width_runs_in_the_graph_on_a_cpu_only():
     for flags in (AVX2, ZEN4, SAPPHIRE_RAPIDS):  # XLA would compile each width anew, and steps no faster
         jit, reason = choose_jit_compile("float32", flags=flags, accelerators=[], backend="tensorflow",
-                                         training_widths_vary=True)
+                                         widths_vary=True)
         assert jit is False and "varying width" in reason
     assert choose_jit_compile("float32", flags=AVX2, accelerators=["GPU:0"], backend="tensorflow",
-                              training_widths_vary=True)[0]
-    assert choose_jit_compile("float32", flags=AVX2, accelerators=[], backend="jax", training_widths_vary=True)[0]
+                              widths_vary=True)[0]
+    assert choose_jit_compile("float32", flags=AVX2, accelerators=[], backend="jax", widths_vary=True)[0]
 
 
 def test_a_run_reads_whether_its_batches_vary_in_width_from_the_dataset():

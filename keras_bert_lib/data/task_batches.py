@@ -67,7 +67,7 @@ def width_multiple():
         width_multiple()   # 1 with TensorFlow on a CPU, 8 on JAX
         ```
     """
-    return MULTIPLE if choose_jit_compile(training_widths_vary=True)[0] else 1
+    return MULTIPLE if choose_jit_compile(widths_vary=True)[0] else 1
 
 
 def _cut_to_longest(features, *rest):

@@ -48,7 +48,8 @@ def predict_by_length(predict_batch, ids, batch_size, multiple, per_token, fill=
     over `ids` by length (`length_batches`) and returns the outputs in `ids`' row order.
 
     Outputs marked in `per_token` (the flattened outputs' order: True for those with a token
-    axis, such as span or tag logits) are padded back to `ids`' width with `fill`.
+    axis, such as span or tag logits) are padded back to `ids`' width, and hold `fill` at every
+    padded position, so that a row's outputs do not depend on the rows batched with it.
 
     Example:
         ```python
@@ -78,6 +79,10 @@ def predict_by_length(predict_batch, ids, batch_size, multiple, per_token, fill=
                 result[order] = leaf
         if progress is not None:
             progress(index + 1)
+    padded = ~np.asarray(ids["padding_mask"]).astype(bool)
+    for result, token in zip(results, per_token):
+        if token:
+            result[padded] = fill
     return keras.tree.pack_sequence_as(structure, results)
 
 

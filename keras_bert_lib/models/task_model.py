@@ -199,13 +199,13 @@ class TaskModel(ChecksInputs, keras.Model):
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """Keras' `predict`, by length: texts (or id rows) are sorted by their token count, batched
-        with rows of similar length, each batch cut to its bucket's width (a multiple of the
-        preprocessor's `pad_to_multiple_of`, 8 by default), and the results come back in the
-        caller's order; outputs with a token axis are padded back to the input's width (fill 0,
-        or the masked value of span logits). It runs `inference_model()`: bfloat16 weights on CPUs
-        with AVX512-BF16 or AMX (`inference_dtype`), or each batch on `runtime` where one is set
-        (`export.OpenVINORuntime()`). `steps`, `callbacks` or a dataset take Keras' own loop, on
-        this model, at the width the data has."""
+        with rows of similar length, each batch cut to its longest row (rounded up to a multiple of
+        8 where XLA compiles each width: `_bucket_multiple`), and the results come back in the
+        caller's order; outputs with a token axis are padded back to the input's width, with 0 (or
+        the masked value of span logits) at every padded position. It runs `inference_model()`:
+        bfloat16 weights on CPUs with AVX512-BF16 or AMX (`inference_dtype`), or each batch on
+        `runtime` where one is set (`export.OpenVINORuntime()`). `steps`, `callbacks` or a dataset
+        take Keras' own loop, on this model, at the width the data has."""
         if _rows(x) == 0:  # Keras' predict cannot run zero steps: the outputs of one row, cut to none
             return keras.tree.map_structure(lambda a: a[:0], super().predict(self._ids(_one_row(x)), verbose=0))
         ids = self._ids(x)
@@ -219,15 +219,20 @@ class TaskModel(ChecksInputs, keras.Model):
                                       else verbose, unit_name="batch")
         per_token = [len(o.shape) >= 2 and o.shape[1] is None for o in keras.tree.flatten(self.output)]
         if self.runtime is not None:
-            run = self.runtime.batch_function(self)
+            run, multiple = self.runtime.batch_function(self), self._bucket_multiple()
         else:
             model = self.inference_model()
-            run = lambda batch: keras.Model.predict_on_batch(model, batch)  # noqa: E731
-        return predict_by_length(run, ids, batch_size, self._bucket_multiple(), per_token, self._padding_fill,
+            run, multiple = (lambda batch: keras.Model.predict_on_batch(model, batch)), self._bucket_multiple(model)
+        return predict_by_length(run, ids, batch_size, multiple, per_token, self._padding_fill,
                                  None if bar is None else bar.update)
 
-    def _bucket_multiple(self):
-        """The widths `predict` and `evaluate` cut batches to are multiples of this."""
+    def _bucket_multiple(self, model=None):
+        """What `predict` and `evaluate` round each batch's width up to when `model` runs it: the
+        preprocessor's `pad_to_multiple_of` (8 by default) where it runs as XLA programs, one
+        compiled per width (GPUs, TPUs, JAX), or on a `runtime`; 1, the batch's longest row, where
+        it runs in TensorFlow's graph (Keras' choice on a CPU), which traces once for every width."""
+        if model is not None and not model.jit_compile:
+            return 1
         return getattr(self.preprocessor, "pad_to_multiple_of", None) or 8
 
     def inference_model(self):
@@ -254,7 +259,8 @@ class TaskModel(ChecksInputs, keras.Model):
         if cached is None or cached[0] != stamp:
             copy = with_dtype(self, dtype)
             copy.inference_dtype = None
-            copy.jit_compile = choose_jit_compile(dtype, hidden_size=self.encoder.config.hidden_size)[0]
+            copy.jit_compile = choose_jit_compile(dtype, hidden_size=self.encoder.config.hidden_size,
+                                                  widths_vary=True)[0]
             object.__setattr__(self, "_inference_copy", (stamp, copy))  # not tracked: its weights are not ours
         return self._inference_copy[1]
 
@@ -276,7 +282,7 @@ class TaskModel(ChecksInputs, keras.Model):
         arrays = all(isinstance(leaf, np.ndarray) for leaf in keras.tree.flatten(y)) if y is not None else False
         if isinstance(ids, dict) and "padding_mask" in ids and arrays and steps is None and _rows(ids):
             data = LengthBatches({k: np.asarray(v) for k, v in ids.items()}, y, _array(sample_weight),
-                                 batch_size or 32, self._bucket_multiple())
+                                 batch_size or 32, self._bucket_multiple(self))
             return super().evaluate(data, verbose=verbose, callbacks=callbacks, return_dict=return_dict, **kwargs)
         return super().evaluate(ids, y, batch_size=batch_size, verbose=verbose, sample_weight=sample_weight,
                                 steps=steps, callbacks=callbacks, return_dict=return_dict, **kwargs)

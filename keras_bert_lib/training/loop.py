@@ -344,7 +344,7 @@ def widths_vary(data):
     return shape is not None and shape.rank is not None and shape.rank >= 2 and shape[1] is None
 
 
-def _jit_compile(config, strategy, hidden_size=None, training_widths_vary=False):
+def _jit_compile(config, strategy, hidden_size=None, varying=False):
     """XLA unless several replicas share the CPU (XLA cannot place one program over logical CPUs),
     the steps run in bfloat16 on a CPU with bfloat16 kernels, or the batches vary in width on a CPU
     (`compile_path`: TensorFlow's graph in both)."""
@@ -355,7 +355,7 @@ def _jit_compile(config, strategy, hidden_size=None, training_widths_vary=False)
         return False
     if config.jit_compile:
         jit, reason = choose_jit_compile(config.dtype, hidden_size=hidden_size,
-                                         training_widths_vary=training_widths_vary)
+                                         widths_vary=varying)
         if not jit:
             logger.info("XLA is off: %s.", reason)
             return False

@@ -87,12 +87,22 @@ def test_evaluate_by_length_gives_the_fixed_width_numbers():
     assert got["loss"] == pytest.approx(want["loss"], abs=1e-5)
 
 
-def test_forty_lengths_compile_at_most_once_per_bucket():
+@pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
+def test_forty_lengths_compile_at_most_once_per_bucket(jit_compile):
+    """TensorFlow's graph (Keras' choice on a CPU) traces once for every width, so each batch is
+    its longest row's width; XLA compiles each width, so widths are multiples of 8."""
     embedder = SentenceEmbedder(bert_tiny(vocab_size=30522, num_hidden_layers=1), preprocessor=_preprocessor())
+    embedder.inference_dtype = None  # the model itself, as compiled here
+    embedder.compile(jit_compile=jit_compile)
     texts = [" ".join(["film"] * n) for n in range(1, 121, 3)]  # 40 lengths, 3 to 122 tokens
     for _ in range(2):
         embedder.predict(texts, batch_size=4, verbose=0)
-    buckets = {width for _, width in length_batches(_preprocessor()(texts)["padding_mask"].numpy(), 4)}
-    assert 8 <= len(buckets) <= 16  # widths among 8, 16, ..., 128
-    program = embedder.inference_model()  # the float32 model, or its bfloat16 copy on bfloat16 CPUs
-    assert program.predict_function.experimental_get_tracing_count() <= len(buckets)
+    multiple = embedder._bucket_multiple(embedder)
+    buckets = {width for _, width in length_batches(_preprocessor()(texts)["padding_mask"].numpy(), 4, multiple)}
+    traces = embedder.predict_function.experimental_get_tracing_count()
+    if jit_compile:
+        assert multiple == 8 and 8 <= len(buckets) <= 16  # widths among 8, 16, ..., 128
+        assert traces <= len(buckets)
+    else:
+        assert multiple == 1 and len(buckets) == 10  # ten batches of 4, each as wide as its longest text
+        assert traces <= 2  # the first width, then one trace for every width (tf.function's reduce_retracing)

@@ -44,8 +44,10 @@ class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
     On TensorFlow, on one device, a float32 variable's Adam step is TensorFlow's fused kernel
     (`ResourceApplyAdam`: the same formula as Keras' `Adam.update_step`, in one pass over the
     variable, its moments and the gradient, where Keras' takes eight): all-MiniLM-L6-v2's
-    update of its 22.7M parameters took 0.13 s against 0.27 s on a 2-core CPU. The decoupled
-    weight decay stays Keras' own.
+    update of its 22.7M parameters took 0.13 s against 0.27 s on a 2-core CPU. The step's
+    scalars (β powers, learning rate, ε) and the decoupled weight decay's factor lr·λ are
+    computed once per step, not once per variable as Keras does: 1,500 fewer graph ops for
+    MiniLM's 103 variables, which the first step traces.
 
     Example:
         ```python
@@ -54,18 +56,41 @@ class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
         ```
     """
 
+    def _fused(self):
+        return keras.backend.backend() == "tensorflow" and not tf.distribute.has_strategy() and not self.amsgrad
+
+    def _backend_update_step(self, grads, trainable_variables, learning_rate):
+        if self._fused():
+            step = tf.cast(self.iterations + 1, tf.float32)
+            beta_1, beta_2 = tf.constant(self.beta_1, tf.float32), tf.constant(self.beta_2, tf.float32)
+            # read by update_step for this step's variables; not an attribute Keras tracks
+            object.__setattr__(self, "_step_scalars", dict(
+                beta1_power=tf.pow(beta_1, step), beta2_power=tf.pow(beta_2, step), beta1=beta_1, beta2=beta_2,
+                lr=tf.cast(learning_rate, tf.float32), epsilon=tf.constant(self.epsilon, tf.float32)))
+        try:
+            super()._backend_update_step(grads, trainable_variables, learning_rate)
+        finally:
+            object.__setattr__(self, "_step_scalars", None)
+
     def update_step(self, gradient, variable, learning_rate):
-        if (keras.backend.backend() != "tensorflow" or tf.distribute.has_strategy() or self.amsgrad
-                or variable.dtype != "float32"):
+        scalars = getattr(self, "_step_scalars", None)
+        if scalars is None or variable.dtype != "float32":
             return super().update_step(gradient, variable, learning_rate)
         index = self._get_variable_index(variable)
-        step = tf.cast(self.iterations + 1, tf.float32)
-        constant = lambda x: tf.cast(x, tf.float32)  # noqa: E731  (a float, a schedule's tensor)
-        tf.raw_ops.ResourceApplyAdam(
-            var=_handle(variable), m=_handle(self._momentums[index]), v=_handle(self._velocities[index]),
-            beta1_power=tf.pow(constant(self.beta_1), step), beta2_power=tf.pow(constant(self.beta_2), step),
-            lr=constant(learning_rate), beta1=constant(self.beta_1), beta2=constant(self.beta_2),
-            epsilon=constant(self.epsilon), grad=tf.convert_to_tensor(gradient, tf.float32))
+        tf.raw_ops.ResourceApplyAdam(var=_handle(variable), m=_handle(self._momentums[index]),
+                                     v=_handle(self._velocities[index]),
+                                     grad=tf.convert_to_tensor(gradient, tf.float32), **scalars)
+
+    def _apply_weight_decay(self, variables):
+        if self.weight_decay is None or not self._fused():
+            return super()._apply_weight_decay(variables)
+        factor = {}  # lr·λ once per dtype, where Keras evaluates the schedule for each variable
+        for variable in variables:
+            if self._use_weight_decay(variable):
+                dtype = variable.dtype
+                if dtype not in factor:
+                    factor[dtype] = tf.cast(self.learning_rate, dtype) * tf.cast(self.weight_decay, dtype)
+                variable.assign_sub(variable * factor[dtype])
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")

@@ -46,8 +46,8 @@ class AdamW(_ClipAfterAllReduce, keras.optimizers.AdamW):
     variable, its moments and the gradient, where Keras' takes eight): all-MiniLM-L6-v2's
     update of its 22.7M parameters took 0.13 s against 0.27 s on a 2-core CPU. The step's
     scalars (β powers, learning rate, ε) and the decoupled weight decay's factor lr·λ are
-    computed once per step, not once per variable as Keras does: 1,500 fewer graph ops for
-    MiniLM's 103 variables, which the first step traces.
+    computed once per step, not once per variable as Keras does: the first step traces about 20
+    fewer graph ops per variable (bert_tiny's update: 505 instead of 1,291).
 
     Example:
         ```python

@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from keras_bert_lib.atomic_write import atomic_write_text
 from keras_bert_lib.data.masking import mask_tokens
+from keras_bert_lib.data.pipeline_options import without_autotune
 from keras_bert_lib.data.pretraining_instances import (
     create_instances,
     pack_instances,
@@ -127,7 +128,8 @@ def build_pretraining_datasets(files, tokenizer, *, max_seq_length=128, max_pred
     held_out = _fixed_masks(eval_arrays, masked, batch_size, seed, n_eval)
     stats = {"train_instances": len(train_arrays["labels"]), "eval_instances": len(eval_arrays["labels"]),
              "documents": len(documents)}
-    return PretrainingData(train, held_out, _baselines(train_arrays, held_out, tokenizer), stats)
+    return PretrainingData(without_autotune(train), without_autotune(held_out),
+                           _baselines(train_arrays, held_out, tokenizer), stats)
 
 
 def _features_and_labels(arrays):

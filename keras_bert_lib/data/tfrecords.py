@@ -5,6 +5,8 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_lib.data.pipeline_options import without_autotune
+
 
 def google_feature_spec(max_seq_length=128, max_predictions=20, albert=False):
     """The feature spec of Google's pre-training records (create_pretraining_data.py); ALBERT adds
@@ -113,10 +115,11 @@ def read_pretraining_tfrecords(pattern, max_seq_length=128, max_predictions=20, 
                    "nsp_logits": tf.ones_like(f["masked_lm_weights"][:, 0])}
         return inputs, labels, weights
 
-    return (files.interleave(records, cycle_length=tf.data.AUTOTUNE, num_parallel_calls=tf.data.AUTOTUNE,
+    data = (files.interleave(records, cycle_length=tf.data.AUTOTUNE, num_parallel_calls=tf.data.AUTOTUNE,
                              deterministic=seed is not None)
             .batch(batch_size, drop_remainder=True).map(to_model, num_parallel_calls=tf.data.AUTOTUNE)
             .prefetch(tf.data.AUTOTUNE))
+    return without_autotune(data)
 
 
 def check_tfrecords(paths, compression=None):

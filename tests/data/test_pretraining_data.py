@@ -150,3 +150,5 @@ def test_albert_ngram_and_whole_word_masking_run_inside_the_tf_data_pipeline(tin
     assert inputs["masked_positions"].shape == (4, 5) and real.sum() >= 4
     assert not np.isin(labels["mlm_logits"].numpy()[real], [0, 101, 102]).any()
     assert (now == tokenizer.mask_id).any()
+    # Keras drops its held-out iterator each epoch: tf.data's autotuning thread must not hold it (pipeline_options)
+    assert not data.train.options().autotune.enabled and not data.held_out.options().autotune.enabled

@@ -72,3 +72,22 @@ def test_token_counts_are_the_packed_lengths_of_texts_and_pairs():
     pairs = (TEXTS[:20], TEXTS[20:40])
     np.testing.assert_array_equal(token_counts(pairs, preprocessor), preprocessor(pairs)["padding_mask"].numpy().sum(1))
     assert token_counts([], preprocessor).shape == (0,)
+
+
+def test_every_pipeline_keras_drops_after_a_pass_has_autotuning_off():
+    """With tf.data's autotuning on, TensorFlow 2.21 held each finished held-out pass for up to 10 s
+    (keras_bert_lib.data.pipeline_options): the fine-tuning pipelines, and the dataset Keras makes
+    of `evaluate`'s batches by length (read by two threads, for which Keras turns autotuning off),
+    have it off."""
+    from keras.src.trainers.data_adapters import get_data_adapter
+
+    from keras_bert_lib.data.task_batches import array_batches, pair_batches
+    from keras_bert_lib.models.length_buckets import LengthBatches
+
+    preprocessor = _preprocessor()
+    inputs = {"token_ids": np.ones((4, 16), "int32"), "padding_mask": np.ones((4, 16), "int32")}
+    pipelines = [text_batches(TEXTS[:8], np.zeros(8), preprocessor, 4, training) for training in (True, False)]
+    pipelines += [pair_batches((TEXTS[:8], TEXTS[8:16]), preprocessor, 4, True),
+                  array_batches(inputs, np.zeros(4), 2, False),
+                  get_data_adapter(LengthBatches(inputs, np.zeros(4), None, 2)).get_tf_dataset()]
+    assert [p.options().autotune.enabled for p in pipelines] == [False] * 5

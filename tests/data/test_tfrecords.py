@@ -69,7 +69,9 @@ def test_files_written_with_googles_spec_parse_with_our_reader(tmp_path):
                 for k, v in values.items()
             }
             writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
-    inputs, labels, weights = next(iter(read_pretraining_tfrecords(path, T, P, batch_size=5, shuffle_files=False)))
+    records = read_pretraining_tfrecords(path, T, P, batch_size=5, shuffle_files=False)
+    assert not records.options().autotune.enabled  # see keras_bert_lib.data.pipeline_options
+    inputs, labels, weights = next(iter(records))
     np.testing.assert_array_equal(inputs["token_ids"].numpy()[2], np.arange(2, 2 + T))
     np.testing.assert_array_equal(labels["nsp_logits"].numpy(), [0, 1, 0, 1, 0])
     np.testing.assert_array_equal(weights["mlm_logits"].numpy()[1], np.arange(1, 1 + P, dtype="float32"))

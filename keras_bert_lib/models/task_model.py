@@ -268,9 +268,24 @@ class TaskModel(ChecksInputs, keras.Model):
         return super().predict_on_batch(self._ids(x))
 
     def fit(self, x=None, y=None, *args, **kwargs):
+        """Keras' `fit`; held-out texts (or id rows) with array targets in `validation_data` go by
+        length, as `evaluate` does."""
         if kwargs.get("validation_data") is not None:
-            kwargs["validation_data"] = self._validation(kwargs["validation_data"])
+            data = self._validation(kwargs["validation_data"])
+            size = kwargs.get("validation_batch_size") or kwargs.get("batch_size") or (args[0] if args else None)
+            by_length = self._by_length(data[0], data[1], data[2] if len(data) > 2 else None, size) \
+                if isinstance(data, tuple) and len(data) > 1 else None
+            kwargs["validation_data"] = data if by_length is None else by_length
         return super().fit(self._ids(x), self._targets(y), *args, **kwargs)
+
+    def _by_length(self, ids, y, sample_weight, batch_size):
+        """`LengthBatches` of id rows with array targets (None where the rows or targets are not
+        arrays): sorted by length, each batch cut to its bucket."""
+        arrays = all(isinstance(leaf, np.ndarray) for leaf in keras.tree.flatten(y)) if y is not None else False
+        if not (isinstance(ids, dict) and "padding_mask" in ids and arrays and _rows(ids)):
+            return None
+        return LengthBatches({k: np.asarray(v) for k, v in ids.items()}, y, _array(sample_weight),
+                             batch_size or 32, self._bucket_multiple(self))
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None, steps=None,
                  callbacks=None, return_dict=False, **kwargs):
@@ -279,10 +294,8 @@ class TaskModel(ChecksInputs, keras.Model):
             return super().evaluate(x, y, batch_size=batch_size, verbose=verbose, sample_weight=sample_weight,
                                     steps=steps, callbacks=callbacks, return_dict=return_dict, **kwargs)
         ids, y = self._ids(x), self._targets(y)
-        arrays = all(isinstance(leaf, np.ndarray) for leaf in keras.tree.flatten(y)) if y is not None else False
-        if isinstance(ids, dict) and "padding_mask" in ids and arrays and steps is None and _rows(ids):
-            data = LengthBatches({k: np.asarray(v) for k, v in ids.items()}, y, _array(sample_weight),
-                                 batch_size or 32, self._bucket_multiple(self))
+        data = self._by_length(ids, y, sample_weight, batch_size) if steps is None else None
+        if data is not None:
             return super().evaluate(data, verbose=verbose, callbacks=callbacks, return_dict=return_dict, **kwargs)
         return super().evaluate(ids, y, batch_size=batch_size, verbose=verbose, sample_weight=sample_weight,
                                 steps=steps, callbacks=callbacks, return_dict=return_dict, **kwargs)

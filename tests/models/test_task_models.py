@@ -88,6 +88,12 @@ def test_raw_strings_go_in_every_way_and_equal_the_id_dict():
     history = classifier.fit(texts, labels, validation_data=(texts, labels), epochs=1, verbose=0).history
     assert set(history) == {f"{prefix}{name}" for prefix in ("", "val_")
                             for name in ("loss", "accuracy", "f1_macro", "matthews", "f1")}
+    # fit's held-out pass goes by length as evaluate does: the same numbers, weighted rows too
+    weights = np.array([1.0, 0.0])
+    history = classifier.fit(texts, labels, validation_data=(texts, labels, weights), epochs=1, verbose=0).history
+    after = classifier.evaluate(texts, labels, sample_weight=weights, return_dict=True, verbose=0)
+    assert {k: v[-1] for k, v in history.items() if k.startswith("val_")} == \
+        pytest.approx({f"val_{k}": v for k, v in after.items()}, abs=1e-6)
     classifier.test_on_batch(pairs, labels)  # train_on_batch takes the same path, and traces its own step
 
 

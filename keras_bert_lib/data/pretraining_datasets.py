@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from keras_bert_lib.atomic_write import atomic_write_text
 from keras_bert_lib.data.masking import mask_tokens
-from keras_bert_lib.data.pipeline_options import without_autotune
+from keras_bert_lib.data.pipeline_options import parallel_map, without_autotune
 from keras_bert_lib.data.pretraining_instances import (
     create_instances,
     pack_instances,
@@ -116,8 +116,8 @@ def build_pretraining_datasets(files, tokenizer, *, max_seq_length=128, max_pred
     slices = tf.data.Dataset.from_tensor_slices(_features_and_labels(train_arrays))
     if static_records is None:  # a new mask each time an instance is read
         train = (slices.shuffle(len(train_arrays["labels"]), seed=seed).repeat()
-                 .batch(batch_size, drop_remainder=True)  # static shapes for XLA and TPUs
-                 .map(masked, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE))
+                 .batch(batch_size, drop_remainder=True))  # static shapes for XLA and TPUs
+        train = parallel_map(train, masked)
     else:
         made_by = {"files": files, "vocabulary_size": tokenizer.vocabulary_size(), "lowercase": tokenizer.lowercase,
                    "max_seq_length": max_seq_length, "max_predictions": max_predictions,

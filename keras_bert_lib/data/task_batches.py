@@ -18,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_lib.compile_path import choose_jit_compile
-from keras_bert_lib.data.pipeline_options import without_autotune
+from keras_bert_lib.data.pipeline_options import parallel_map
 from keras_bert_lib.text.packer import concat_rows
 
 WINDOW = 32  # batches whose rows are grouped by length together
@@ -121,7 +121,7 @@ def text_batches(texts, targets, preprocessor, batch_size, training, seed=0, gro
     def tokenize(texts, target, *_):
         return _cut_to_longest(preprocessor(tuple(texts) if isinstance(texts, (tuple, list)) else texts), target)
 
-    return without_autotune(data.map(tokenize, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE))
+    return parallel_map(data, tokenize)
 
 
 def pair_batches(columns, preprocessor, batch_size, training, seed=0):
@@ -149,7 +149,7 @@ def pair_batches(columns, preprocessor, batch_size, training, seed=0):
     def stack(*texts):
         return concat_rows([preprocessor(t) for t in texts]), tf.zeros((tf.shape(texts[0])[0], len(texts)))
 
-    return without_autotune(data.map(stack, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE))
+    return parallel_map(data, stack)
 
 
 def array_batches(inputs, labels, batch_size, training, seed=0, weights=None):
@@ -174,4 +174,4 @@ def array_batches(inputs, labels, batch_size, training, seed=0, weights=None):
         data = data.shuffle(len(next(iter(inputs.values()))), seed=seed).repeat()
     data = data.batch(batch_size, drop_remainder=training)
 
-    return without_autotune(data.map(_cut_to_longest, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE))
+    return parallel_map(data, _cut_to_longest)

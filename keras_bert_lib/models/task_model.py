@@ -188,9 +188,14 @@ class TaskModel(ChecksInputs, keras.Model):
             features = self.preprocessor(tuple(features) if isinstance(features, (tuple, list)) else features)
         return (features, *rest)
 
-    def _validation(self, data):
+    def _validation(self, data, batch_size=None):
+        """`fit`'s held-out data: (texts or ids, targets[, weights]) by length where the targets are
+        arrays, as `evaluate` takes them; otherwise as Keras takes them."""
         if isinstance(data, tuple) and not is_tf_dataset(data[0]):
-            return (self._ids(data[0]), *(self._targets(d) if i == 0 else _array(d) for i, d in enumerate(data[1:])))
+            ids, *rest = (self._ids(data[0]), *(self._targets(d) if i == 0 else _array(d)
+                                                 for i, d in enumerate(data[1:])))
+            by_length = self._by_length(ids, rest[0], rest[1] if len(rest) > 1 else None, batch_size) if rest else None
+            return (ids, *rest) if by_length is None else by_length
         return self._ids(data)
 
     def __call__(self, inputs, *args, **kwargs):
@@ -271,11 +276,8 @@ class TaskModel(ChecksInputs, keras.Model):
         """Keras' `fit`; held-out texts (or id rows) with array targets in `validation_data` go by
         length, as `evaluate` does."""
         if kwargs.get("validation_data") is not None:
-            data = self._validation(kwargs["validation_data"])
             size = kwargs.get("validation_batch_size") or kwargs.get("batch_size") or (args[0] if args else None)
-            by_length = self._by_length(data[0], data[1], data[2] if len(data) > 2 else None, size) \
-                if isinstance(data, tuple) and len(data) > 1 else None
-            kwargs["validation_data"] = data if by_length is None else by_length
+            kwargs["validation_data"] = self._validation(kwargs["validation_data"], size)
         return super().fit(self._ids(x), self._targets(y), *args, **kwargs)
 
     def _by_length(self, ids, y, sample_weight, batch_size):

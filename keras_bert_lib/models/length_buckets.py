@@ -107,6 +107,12 @@ class LengthBatches(keras.utils.PyDataset):
         super().__init__(workers=2)
         self.ids, self.targets, self.sample_weight = ids, targets, sample_weight
         self.width = ids["padding_mask"].shape[1]
+        rows = len(ids["padding_mask"])
+        for what, value in (("targets", targets), ("sample weights", sample_weight)):
+            counts = {len(np.asarray(leaf)) for leaf in keras.tree.flatten(value) if value is not None}
+            if counts - {rows}:
+                raise ValueError(f"{rows} texts (or id rows) but {min(counts - {rows})} {what}: give one per "
+                                 "text, in the same order.")
         batches = length_batches(ids["padding_mask"], batch_size, multiple)
         # Keras reads the first two batches for the dataset's shapes: a short one and the longest,
         # so that the width is left free (one trace; XLA compiles once per width).

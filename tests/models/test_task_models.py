@@ -94,6 +94,11 @@ def test_raw_strings_go_in_every_way_and_equal_the_id_dict():
     after = classifier.evaluate(texts, labels, sample_weight=weights, return_dict=True, verbose=0)
     assert {k: v[-1] for k, v in history.items() if k.startswith("val_")} == \
         pytest.approx({f"val_{k}": v for k, v in after.items()}, abs=1e-6)
+    for bad in ((texts, labels[:1]), (texts, labels, weights[:1])):  # a row count that does not match: named
+        with pytest.raises(ValueError, match=r"2 texts \(or id rows\) but 1 (targets|sample weights): give one per"):
+            classifier.fit(texts, labels, validation_data=bad, epochs=1, verbose=0)
+    with pytest.raises(ValueError, match="2 texts .* but 1 targets"):
+        classifier.evaluate(texts, labels[:1], verbose=0)
     classifier.test_on_batch(pairs, labels)  # train_on_batch takes the same path, and traces its own step
 
 

@@ -4,7 +4,13 @@ import numpy as np
 import pytest
 
 from keras_bert_lib import bert_tiny
-from keras_bert_lib.compile_path import bfloat16_kernels, choose_jit_compile, choose_training_dtype, cpu_flags
+from keras_bert_lib.compile_path import (
+    bfloat16_kernels,
+    choose_jit_compile,
+    choose_training_dtype,
+    cpu_flags,
+    inference_streams,
+)
 
 ZEN4 = {"avx2", "avx512f", "avx512_bf16", "avx512_vnni"}
 SAPPHIRE_RAPIDS = ZEN4 | {"amx_bf16", "amx_tile", "amx_int8"}
@@ -159,3 +165,11 @@ def test_compiled_call_is_the_model_once_per_shape_and_sees_new_weights():
     kernel.assign(kernel * 0.5)
     assert call.experimental_get_tracing_count() == 2
     assert not np.allclose(call(ids(8))["pooled_output"].numpy(), before)
+
+
+def test_predict_runs_two_batches_at_once_only_in_tensorflows_graph_on_a_cpu():
+    assert inference_streams(False, backend="tensorflow", accelerators=[]) == 2
+    assert inference_streams(True, backend="tensorflow", accelerators=[]) == 1  # XLA
+    assert inference_streams(False, backend="tensorflow", accelerators=["GPU:0"]) == 1
+    assert inference_streams(True, backend="jax", accelerators=[]) == 1
+    assert inference_streams(False, backend="torch", accelerators=[]) == 1

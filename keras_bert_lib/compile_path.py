@@ -62,8 +62,9 @@ def inference_streams(jit_compile, backend=None, accelerators=None):
     Two batches in flight keep the cores busy through what one batch leaves idle (the kernels
     between its matmuls, each call's dispatch): all-MiniLM-L6-v2 over the 2,000 movie reviews by
     length (batch 32, AMD EPYC with AVX2, 2 cores) took 11.1 s with two in flight against 13.0 s
-    one at a time (medians of 4 interleaved rounds). XLA programs (GPUs, TPUs, JAX) already
-    queue their work asynchronously; a runtime (OpenVINO) runs one request at a time.
+    one at a time (medians of 4 interleaved rounds). Measured only there: XLA (GPUs, TPUs, JAX,
+    `jit_compile=True`) and the other backends keep one batch at a time, as does a `runtime`
+    (OpenVINO, one request at a time).
 
     Example:
         ```python

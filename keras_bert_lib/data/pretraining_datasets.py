@@ -128,7 +128,7 @@ def build_pretraining_datasets(files, tokenizer, *, max_seq_length=128, max_pred
     held_out = _fixed_masks(eval_arrays, masked, batch_size, seed, n_eval)
     stats = {"train_instances": len(train_arrays["labels"]), "eval_instances": len(eval_arrays["labels"]),
              "documents": len(documents)}
-    return PretrainingData(without_autotune(train), without_autotune(held_out),
+    return PretrainingData(train, without_autotune(held_out),  # each train branch ends with autotuning off
                            _baselines(train_arrays, held_out, tokenizer), stats)
 
 

@@ -8,6 +8,7 @@ Widths are multiples of `multiple`, so a compiled model sees at most `T / multip
 """
 
 import collections
+import itertools
 from concurrent.futures import ThreadPoolExecutor
 
 import keras
@@ -30,8 +31,9 @@ def bucket_width(longest, multiple, cap):
 def length_batches(padding_mask, batch_size, multiple=8):
     """[(row indices, width)]: the rows sorted by length (stable), cut into batches of
     `batch_size`, each with the width of its longest row rounded up to `multiple`. The batch
-    with fewer rows (the remainder) is the first, so that a TensorFlow function traces twice in
-    all (the first batch's shape, then one shape free in both axes), not a third time at the end.
+    with fewer rows (the remainder) is the first, so that a TensorFlow function that sees the
+    first batch and then the last traces twice in all (the first batch's shape, then one free in
+    both axes) and never again.
 
     Example:
         ```python
@@ -57,9 +59,11 @@ def predict_by_length(predict_batch, ids, batch_size, multiple, per_token, fill=
     axis, such as span or tag logits) are padded back to `ids`' width, and hold `fill` at every
     padded position, so that a row's outputs do not depend on the rows batched with it.
 
-    `streams` batches run at once (each on its own thread; the first alone, so that a model
-    traces before the others call it): `predict_batch` must then be safe to call from several
-    threads, as a TensorFlow function is. Each batch's outputs are the same as with one stream.
+    `streams` batches run at once, each on its own thread: `predict_batch` must then be safe to
+    call from several threads, as a TensorFlow function is. Each batch's outputs are the same as
+    with one stream. The first batch (the remainder, the shortest rows) and the last (the
+    longest) run first, alone: a TensorFlow function traces for the first and then once for a
+    shape free in every axis that differs, and no later batch traces while another runs.
 
     Example:
         ```python
@@ -73,9 +77,10 @@ def predict_by_length(predict_batch, ids, batch_size, multiple, per_token, fill=
     width = ids["padding_mask"].shape[1]
     rows = len(ids["padding_mask"])
     batches = length_batches(ids["padding_mask"], batch_size, multiple)
+    batches = batches[:1] + batches[1:][-1:] + batches[1:-1]  # the first, the last, then the rest
     results = None
     cuts = ({k: np.asarray(v)[order, :cut] for k, v in ids.items()} for order, cut in batches)
-    for index, ((order, _), out) in enumerate(zip(batches, in_flight(predict_batch, cuts, streams))):
+    for index, ((order, _), out) in enumerate(zip(batches, in_flight(predict_batch, cuts, streams, alone=2))):
         leaves = [np.asarray(leaf) for leaf in keras.tree.flatten(out)]
         if results is None:
             structure = out
@@ -96,9 +101,9 @@ def predict_by_length(predict_batch, ids, batch_size, multiple, per_token, fill=
     return keras.tree.pack_sequence_as(structure, results)
 
 
-def in_flight(function, items, streams):
+def in_flight(function, items, streams, alone=1):
     """`function` of each of `items`, yielded in order, with up to `streams` calls running at once
-    on a thread pool; the first call runs alone, before the pool starts.
+    on a thread pool; the first `alone` calls run one after the other, before the pool starts.
 
     Example:
         ```python
@@ -107,9 +112,7 @@ def in_flight(function, items, streams):
         ```
     """
     items = iter(items)
-    for first in items:
-        yield function(first)
-        break
+    yield from map(function, itertools.islice(items, alone))
     if streams <= 1:
         yield from map(function, items)
         return

@@ -192,9 +192,9 @@ class TaskModel(ChecksInputs, keras.Model):
         """`fit`'s held-out data: (texts or ids, targets[, weights]) by length where the targets are
         arrays, as `evaluate` takes them; otherwise as Keras takes them."""
         if isinstance(data, tuple) and not is_tf_dataset(data[0]):
-            ids, *rest = (self._ids(data[0]), *(self._targets(d) if i == 0 else _array(d)
-                                                 for i, d in enumerate(data[1:])))
-            by_length = self._by_length(ids, rest[0], rest[1] if len(rest) > 1 else None, batch_size) if rest else None
+            ids = self._ids(data[0])
+            rest = (self._targets(data[1]), *map(_array, data[2:])) if len(data) > 1 else ()
+            by_length = self._by_length(ids, *rest, batch_size=batch_size) if rest else None
             return (ids, *rest) if by_length is None else by_length
         return self._ids(data)
 
@@ -282,7 +282,7 @@ class TaskModel(ChecksInputs, keras.Model):
             kwargs["validation_data"] = self._validation(kwargs["validation_data"], size)
         return super().fit(self._ids(x), self._targets(y), *args, **kwargs)
 
-    def _by_length(self, ids, y, sample_weight, batch_size):
+    def _by_length(self, ids, y, sample_weight=None, batch_size=None):
         """`LengthBatches` of id rows with array targets (None where the rows or targets are not
         arrays): sorted by length, each batch cut to its bucket."""
         arrays = all(isinstance(leaf, np.ndarray) for leaf in keras.tree.flatten(y)) if y is not None else False

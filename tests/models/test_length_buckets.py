@@ -3,6 +3,7 @@ results come back in the caller's order, and a model compiles at most once per b
 with bfloat16 weights (the default on bfloat16 CPUs) stays within cosine 0.999 of float32."""
 
 import csv
+import logging
 import threading
 import time
 
@@ -152,7 +153,7 @@ def test_in_flight_raises_the_failing_items_error_and_stops_submitting():
     assert max(started) <= 5  # not the other 94 batches
 
 
-def test_predict_runs_two_batches_at_once_on_a_cpu_with_the_same_outputs(monkeypatch):
+def test_predict_runs_two_batches_at_once_on_a_cpu_with_the_same_outputs(monkeypatch, caplog):
     embedder = SentenceEmbedder(bert_tiny(vocab_size=30522, num_hidden_layers=2), preprocessor=_preprocessor())
     embedder.inference_dtype = None
     assert inference_streams(embedder.jit_compile) == (2 if keras.backend.backend() == "tensorflow" else 1)
@@ -163,9 +164,16 @@ def test_predict_runs_two_batches_at_once_on_a_cpu_with_the_same_outputs(monkeyp
         return call(model, batch)
 
     monkeypatch.setattr(keras.Model, "predict_on_batch", recording)
-    got = embedder.predict(TEXTS, batch_size=8, verbose=0)
+    # 90 texts: a batch of 2, then 11 of 8; the first two batches of one width (3 tokens)
+    texts = ["short", "a film", "a much longer sentence about a film that goes on"] * 30
+    with caplog.at_level(logging.WARNING, logger="tensorflow"):
+        got = embedder.predict(texts, batch_size=8, verbose=0)
+    # No trace while two batches run (TensorFlow would count the other call as a retrace and warn)
+    assert not [r for r in caplog.records if "retracing" in r.getMessage()]
+    if keras.backend.backend() == "tensorflow":
+        assert embedder.predict_function.experimental_get_tracing_count() == 2
     monkeypatch.setattr("keras_bert_lib.models.task_model.inference_streams", lambda *a, **k: 1)
-    one_at_a_time = embedder.predict(TEXTS, batch_size=8, verbose=0)
+    one_at_a_time = embedder.predict(texts, batch_size=8, verbose=0)
     np.testing.assert_array_equal(got, one_at_a_time)
     if keras.backend.backend() == "tensorflow":
         assert sum(name.startswith("predict_by_length") for name in threads) == 2

@@ -10,6 +10,7 @@ from keras_bert_lib.compile_path import choose_inference_dtype, choose_jit_compi
 from keras_bert_lib.heads import Pooling
 from keras_bert_lib.models.checkpoint_loading import load_checkpoint
 from keras_bert_lib.models.dtype_copy import weights_fingerprint, with_dtype
+from keras_bert_lib.models.evaluate_in_flight import evaluating_in_flight
 from keras_bert_lib.models.input_checks import ChecksInputs, is_tf_dataset
 from keras_bert_lib.models.length_buckets import LengthBatches, predict_by_length
 
@@ -293,14 +294,20 @@ class TaskModel(ChecksInputs, keras.Model):
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None, steps=None,
                  callbacks=None, return_dict=False, **kwargs):
-        """Keras' `evaluate`; texts (or id rows) with array targets go by length, as `predict` does."""
-        if kwargs.get("_use_cached_eval_dataset"):
-            return super().evaluate(x, y, batch_size=batch_size, verbose=verbose, sample_weight=sample_weight,
-                                    steps=steps, callbacks=callbacks, return_dict=return_dict, **kwargs)
+        """Keras' `evaluate`; texts (or id rows) with array targets go by length, as `predict` does,
+        and in TensorFlow's graph on a CPU the next batch's forward pass runs while this one's
+        counts (`evaluate_in_flight`), as does `fit`'s held-out pass: the same numbers."""
+        if kwargs.get("_use_cached_eval_dataset"):  # fit's held-out pass
+            held_out = getattr(self, "_eval_epoch_iterator", None)
+            with evaluating_in_flight(self, getattr(held_out, "num_batches", None)):
+                return super().evaluate(x, y, batch_size=batch_size, verbose=verbose, sample_weight=sample_weight,
+                                        steps=steps, callbacks=callbacks, return_dict=return_dict, **kwargs)
         ids, y = self._ids(x), self._targets(y)
         data = self._by_length(ids, y, sample_weight, batch_size) if steps is None else None
         if data is not None:
-            return super().evaluate(data, verbose=verbose, callbacks=callbacks, return_dict=return_dict, **kwargs)
+            with evaluating_in_flight(self, len(data)):
+                return super().evaluate(data, verbose=verbose, callbacks=callbacks, return_dict=return_dict,
+                                        **kwargs)
         return super().evaluate(ids, y, batch_size=batch_size, verbose=verbose, sample_weight=sample_weight,
                                 steps=steps, callbacks=callbacks, return_dict=return_dict, **kwargs)
 

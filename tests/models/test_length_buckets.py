@@ -177,3 +177,47 @@ def test_predict_runs_two_batches_at_once_on_a_cpu_with_the_same_outputs(monkeyp
     np.testing.assert_array_equal(got, one_at_a_time)
     if keras.backend.backend() == "tensorflow":
         assert sum(name.startswith("predict_by_length") for name in threads) == 2
+
+
+
+def test_evaluate_and_fits_held_out_pass_run_two_forward_passes_at_once_with_keras_numbers(monkeypatch):
+    import keras_bert_lib.models.evaluate_in_flight as module
+
+    classifier = TextClassifier(bert_tiny(vocab_size=30522, num_hidden_layers=2), 2, preprocessor=_preprocessor())
+    labels, weights = np.arange(len(TEXTS)) % 2, np.linspace(0.5, 2.0, len(TEXTS))
+    threads, updates, make = [], set(), module._step_functions
+
+    def recording(*args):
+        forward, update = make(*args)
+
+        def recorded(x):
+            threads.append(threading.current_thread().name)
+            return forward(x)
+
+        def counted(data, y_pred):  # metrics updated one batch at a time, on the caller's thread
+            updates.add(threading.current_thread().name)
+            return update(data, y_pred)
+        return recorded, counted
+
+    def evaluate(**kwargs):
+        return classifier.evaluate(TEXTS, labels, batch_size=8, verbose=0, return_dict=True, **kwargs)
+
+    def keras_own(**kwargs):  # Keras' test step, one batch at a time
+        with monkeypatch.context() as patch:
+            patch.setattr(module, "inference_streams", lambda *a, **k: 1)
+            return evaluate(**kwargs)
+
+    monkeypatch.setattr(module, "_step_functions", recording)
+    for kwargs in ({}, {"sample_weight": weights}):
+        assert evaluate(**kwargs) == pytest.approx(keras_own(**kwargs), abs=1e-6)
+    fit = classifier.fit(TEXTS[:16], labels[:16], batch_size=8, epochs=1, verbose=0, validation_data=(TEXTS, labels))
+    # fit's held-out pass ran on the final weights
+    assert {k[4:]: v[-1] for k, v in fit.history.items() if k.startswith("val_")} == pytest.approx(keras_own(),
+                                                                                                  abs=1e-6)
+    classifier.compile(metrics=[keras.metrics.SparseCategoricalAccuracy(name="again")])  # new metrics
+    got = evaluate()
+    assert sorted(got) == ["again", "loss"] and got == pytest.approx(keras_own(), abs=1e-6)
+    if keras.backend.backend() == "tensorflow":  # 12 batches a pass, 4 passes; the first of each alone
+        assert len(threads) == 48 and sum(name.startswith("predict_by_length") for name in threads) == 44
+        assert updates == {threading.current_thread().name}
+        assert {f.experimental_get_tracing_count() for f, _ in classifier._in_flight_steps[1].values()} == {1}

@@ -39,13 +39,14 @@ def evaluating_in_flight(model, batches):
         yield
         return
     model.make_test_function()
-    keras_function = model.test_function
+    current = model.test_function  # Keras' own, or (an evaluate inside a held-out pass) ours around it
+    keras_function = current.keras_function if isinstance(current, InFlightTestFunction) else current
     tests = InFlightTestFunction(model, keras_function, inference_streams(model.jit_compile), batches)
     model.test_function = tests
     try:
         yield
     finally:
-        model.test_function = keras_function
+        model.test_function = current
         tests.close()
 
 
@@ -67,17 +68,21 @@ class InFlightTestFunction:
 
     Example:
         ```python
-        from keras_bert_lib.models.evaluate_in_flight import InFlightTestFunction
-        # set by evaluating_in_flight around Keras' evaluate; not called directly
+        from keras_bert_lib import TextClassifier, bert_tiny
+        from keras_bert_lib.models.evaluate_in_flight import InFlightTestFunction, evaluating_in_flight
+        classifier = TextClassifier(bert_tiny(num_hidden_layers=1), num_classes=2)
+        with evaluating_in_flight(classifier, batches=3):  # Keras' evaluate then calls it
+            ours = isinstance(classifier.test_function, InFlightTestFunction)  # True in TF's graph on a CPU
         ```
     """
 
     def __init__(self, model, keras_function, streams, batches):
         self.model, self.keras_function, self.streams, self.batches = model, keras_function, streams, batches
-        self.results, self.update = None, None
+        self.started, self.results, self.update = False, None, None
 
     def __call__(self, iterator):
-        if self.update is None:
+        if not self.started:
+            self.started = True
             self._start(iterator)
         if self.results is None:
             return self.keras_function(iterator)
@@ -90,8 +95,7 @@ class InFlightTestFunction:
         spec = getattr(iterator, "element_spec", None)
         if not isinstance(iterator, tf.data.Iterator) or any(isinstance(s, tf.OptionalSpec)
                                                              for s in tf.nest.flatten(spec)):
-            self.update = self.keras_function
-            return
+            return  # Keras' own function, one batch at a time
         forward, self.update = _step_functions(self.model, self.keras_function, spec)
         self.results = in_flight(lambda data: (data, forward(keras.utils.unpack_x_y_sample_weight(data)[0])),
                                  _batches(iterator, self.batches), self.streams)

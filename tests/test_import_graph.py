@@ -28,10 +28,13 @@ KERAS_ONLY = ("layers", "heads", "models")
 # Functions that are TensorFlow-only branches of backend-neutral code, importing it when they run:
 # checking a tf.data.Dataset a user passes to fit, inside that dataset's own pipeline (a
 # tf.data.Dataset means TensorFlow is there), the dense product written in the form oneDNN fuses,
-# and the compiled weights fingerprint (called on the TensorFlow backend only).
+# the compiled weights fingerprint, and a held-out pass's forward and update functions (all called
+# on the TensorFlow backend only).
 TF_DATASET_CHECK = {("keras_bert_lib.models.input_checks", "_checked_dataset"),
                     ("keras_bert_lib.layers.bias_activation_dense", "call"),
-                    ("keras_bert_lib.models.dtype_copy", "_tf_fingerprint")}
+                    ("keras_bert_lib.models.dtype_copy", "_tf_fingerprint"),
+                    ("keras_bert_lib.models.evaluate_in_flight", "_start"),
+                    ("keras_bert_lib.models.evaluate_in_flight", "_step_functions")}
 
 
 def _module_name(path):

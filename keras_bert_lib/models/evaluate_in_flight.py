@@ -53,18 +53,15 @@ def evaluating_in_flight(model, batches):
 def _overlaps(model):
     if keras.backend.backend() != "tensorflow" or model.run_eagerly or model.steps_per_execution != 1:
         return False
-    import tensorflow as tf
-
-    if model._distribute_strategy is not None or tf.distribute.has_strategy():
-        return False
-    return inference_streams(model.jit_compile) > 1
+    return model._distribute_strategy is None and inference_streams(model.jit_compile) > 1
 
 
 class InFlightTestFunction:
     """Keras' `test_function` for one `evaluate` call: called once per step with the data's
     iterator, it returns that step's logs. It reads one batch ahead, runs its forward pass on a
     thread pool, and updates the loss and metrics with the current batch's outputs on the calling
-    thread. A dataset whose elements hold optional parts takes Keras' own function.
+    thread. A dataset whose elements hold optional parts, or a pass under a `tf.distribute` scope,
+    takes Keras' own function.
 
     Example:
         ```python
@@ -93,8 +90,8 @@ class InFlightTestFunction:
         import tensorflow as tf
 
         spec = getattr(iterator, "element_spec", None)
-        if not isinstance(iterator, tf.data.Iterator) or any(isinstance(s, tf.OptionalSpec)
-                                                             for s in tf.nest.flatten(spec)):
+        if (tf.distribute.has_strategy() or not isinstance(iterator, tf.data.Iterator)
+                or any(isinstance(s, tf.OptionalSpec) for s in tf.nest.flatten(spec))):
             return  # Keras' own function, one batch at a time
         forward, self.update = _step_functions(self.model, self.keras_function, spec)
         self.results = in_flight(lambda data: (data, forward(keras.utils.unpack_x_y_sample_weight(data)[0])),
@@ -137,10 +134,8 @@ def _step_functions(model, keras_function, spec):
 
 def _update(model, data, y_pred):
     """Keras' TensorFlow `test_step` (3.15) after its forward pass, on one device."""
-    import tensorflow as tf
-
     x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
     loss = model._compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=False)
-    rows = tf.shape(next(t for t in tf.nest.flatten(x) if t is not None))[0]
+    rows = keras.ops.shape(next(t for t in keras.tree.flatten(x) if t is not None))[0]
     model._loss_tracker.update_state(loss, sample_weight=rows)
     return model.compute_metrics(x, y, y_pred, sample_weight=sample_weight)

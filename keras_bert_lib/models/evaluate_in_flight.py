@@ -11,6 +11,7 @@ on the calling thread, so the numbers are Keras' own.
 
 import contextlib
 import functools
+import itertools
 
 import keras
 
@@ -35,13 +36,14 @@ def evaluating_in_flight(model, batches):
             classifier.evaluate(ids, np.array([0, 1] * 3), batch_size=2, verbose=0)
         ```
     """
-    if not _overlaps(model):
+    streams = _streams(model)
+    if streams < 2:
         yield
         return
     model.make_test_function()
     current = model.test_function  # Keras' own, or (an evaluate inside a held-out pass) ours around it
     keras_function = current.keras_function if isinstance(current, InFlightTestFunction) else current
-    tests = InFlightTestFunction(model, keras_function, inference_streams(model.jit_compile), batches)
+    tests = InFlightTestFunction(model, keras_function, streams, batches)
     model.test_function = tests
     try:
         yield
@@ -50,10 +52,13 @@ def evaluating_in_flight(model, batches):
         tests.close()
 
 
-def _overlaps(model):
-    if keras.backend.backend() != "tensorflow" or model.run_eagerly or model.steps_per_execution != 1:
-        return False
-    return model._distribute_strategy is None and inference_streams(model.jit_compile) > 1
+def _streams(model):
+    """How many forward passes a held-out pass of `model` runs at once: `predict`'s number, on
+    the TensorFlow backend with one step per execution and no strategy; else 1 (Keras' own)."""
+    if (keras.backend.backend() != "tensorflow" or model.run_eagerly or model.steps_per_execution != 1
+            or model._distribute_strategy is not None):
+        return 1
+    return inference_streams(model.jit_compile)
 
 
 class InFlightTestFunction:
@@ -95,7 +100,7 @@ class InFlightTestFunction:
             return  # Keras' own function, one batch at a time
         forward, self.update = _step_functions(self.model, self.keras_function, spec)
         self.results = in_flight(lambda data: (data, forward(keras.utils.unpack_x_y_sample_weight(data)[0])),
-                                 _batches(iterator, self.batches), self.streams)
+                                 itertools.islice(_batches(iterator), self.batches), self.streams)
 
     def close(self):
         """Ends the pass: waits for a forward pass still running (its outputs are dropped)."""
@@ -103,13 +108,8 @@ class InFlightTestFunction:
             self.results.close()
 
 
-def _batches(iterator, limit):
-    count = 0
-    while limit is None or count < limit:
-        element = iterator.get_next_as_optional()
-        if not element.has_value():
-            return
-        count += 1
+def _batches(iterator):
+    while (element := iterator.get_next_as_optional()).has_value():
         yield element.get_value()
 
 

@@ -31,9 +31,10 @@ def bucket_width(longest, multiple, cap):
 def length_batches(padding_mask, batch_size, multiple=8):
     """[(row indices, width)]: the rows sorted by length (stable), cut into batches of
     `batch_size`, each with the width of its longest row rounded up to `multiple`. The batch
-    with fewer rows (the remainder) is the first, so that a TensorFlow function that sees the
-    first batch and then the last traces twice in all (the first batch's shape, then one free in
-    both axes) and never again.
+    with fewer rows (the remainder, the shortest rows) comes first and the longest second, then
+    the others from short to long: a TensorFlow function traces for the first batch's shape, then
+    once for a shape free in both axes, and never again; Keras, which reads a dataset's first two
+    batches for its shapes, leaves the width free.
 
     Example:
         ```python
@@ -47,8 +48,9 @@ def length_batches(padding_mask, batch_size, multiple=8):
     lengths = mask.sum(axis=1)
     order = np.argsort(lengths, kind="stable")
     starts = [0, *range(len(order) % batch_size or batch_size, len(order), batch_size)] if len(order) else []
-    return [(rows, bucket_width(lengths[rows].max(), multiple, mask.shape[1]))
-            for rows in (order[a:b] for a, b in zip(starts, [*starts[1:], len(order)]))]
+    batches = [(rows, bucket_width(lengths[rows].max(), multiple, mask.shape[1]))
+               for rows in (order[a:b] for a, b in zip(starts, [*starts[1:], len(order)]))]
+    return batches[:1] + batches[1:][-1:] + batches[1:-1]
 
 
 def predict_by_length(predict_batch, ids, batch_size, multiple, per_token, fill=0.0, progress=None, streams=1):
@@ -61,9 +63,9 @@ def predict_by_length(predict_batch, ids, batch_size, multiple, per_token, fill=
 
     `streams` batches run at once, each on its own thread: `predict_batch` must then be safe to
     call from several threads, as a TensorFlow function is. Each batch's outputs are the same as
-    with one stream. The first batch (the remainder, the shortest rows) and the last (the
-    longest) run first, alone: a TensorFlow function traces for the first and then once for a
-    shape free in every axis that differs, and no later batch traces while another runs.
+    with one stream. The first two batches (`length_batches`' order: the remainder, then the
+    longest) run alone, so that a TensorFlow function does its two traces before any other batch
+    runs beside them.
 
     Example:
         ```python
@@ -77,7 +79,6 @@ def predict_by_length(predict_batch, ids, batch_size, multiple, per_token, fill=
     width = ids["padding_mask"].shape[1]
     rows = len(ids["padding_mask"])
     batches = length_batches(ids["padding_mask"], batch_size, multiple)
-    batches = batches[:1] + batches[1:][-1:] + batches[1:-1]  # the first, the last, then the rest
     results = None
     cuts = ({k: np.asarray(v)[order, :cut] for k, v in ids.items()} for order, cut in batches)
     for index, ((order, _), out) in enumerate(zip(batches, in_flight(predict_batch, cuts, streams, alone=2))):
@@ -153,10 +154,9 @@ class LengthBatches(keras.utils.PyDataset):
             if counts - {rows}:
                 raise ValueError(f"{rows} texts (or id rows) but {min(counts - {rows})} {what}: give one per "
                                  "text, in the same order.")
-        batches = length_batches(ids["padding_mask"], batch_size, multiple)
         # Keras reads the first two batches for the dataset's shapes: a short one and the longest,
         # so that the width is left free (one trace; XLA compiles once per width).
-        self.batches = batches[:1] + batches[:0:-1]
+        self.batches = length_batches(ids["padding_mask"], batch_size, multiple)
 
     def __len__(self):
         return len(self.batches)

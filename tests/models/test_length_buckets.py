@@ -57,6 +57,8 @@ def test_batches_by_length_cover_every_row_once_at_their_bucket():
         assert width % 8 == 0 and mask[r].sum(1).max() <= width <= 128
         assert width - mask[r].sum(1).max() < 8
     assert [len(r) for r, _ in batches] == [300 % 32] + [32] * (300 // 32)  # the remainder first
+    longest = [mask[r].sum(1).max() for r, _ in batches]  # then the longest, then short to long
+    assert longest[1] == mask.sum(1).max() and longest[2:] == sorted(longest[2:])
 
 
 @pytest.mark.parametrize("kind", ["classifier", "embedder", "cross_encoder", "tagger"])

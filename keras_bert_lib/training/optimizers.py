@@ -26,10 +26,49 @@ class _ClipAfterAllReduce:
             present = [g for g in grads if g is not None]
             summed = iter(context.all_reduce(tf.distribute.ReduceOp.SUM, present))
             grads = [None if g is None else next(summed) for g in grads]
-        return super()._clip_gradients(grads)
+        if self.clipnorm or not self.global_clipnorm or keras.backend.backend() != "tensorflow":
+            return super()._clip_gradients(grads)
+        return clip_by_global_norm(grads, self.global_clipnorm)
 
     def _all_reduce_sum_gradients(self, grads_and_vars):
         return list(grads_and_vars)  # summed already, in _clip_gradients
+
+
+def clip_by_global_norm(grads, clip_norm):
+    """Keras' `clip_by_global_norm` (TensorFlow tensors) where a sparse gradient stays sparse.
+
+    The token embedding's gradient is a `tf.IndexedSlices` of the batch's ids; Keras squares and
+    scales it as a dense vocabulary × width tensor (all-MiniLM-L6-v2: 11.7M numbers, twice a
+    step). Here its rows are first summed per id, which are the dense gradient's nonzero rows,
+    so the norm is the same and only those rows are scaled. A NaN or Inf norm gives NaN
+    gradients, as Keras' does.
+
+    Example:
+        ```python
+        import tensorflow as tf
+        from keras_bert_lib.training.optimizers import clip_by_global_norm
+        rows = tf.IndexedSlices(tf.constant([[3.0, 0.0], [1.0, 0.0]]), tf.constant([4, 4]), tf.constant([9, 2]))
+        clipped = clip_by_global_norm([rows, tf.constant([3.0])], 1.0)   # norm 5: scaled by 0.2
+        ```
+    """
+    grads = [_rows_per_id(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
+    values = [g.values if isinstance(g, tf.IndexedSlices) else g for g in grads if g is not None]
+    norm = tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(tf.cast(v, tf.float32))) for v in values]))
+    scale = clip_norm * tf.minimum(1.0 / norm, 1.0 / clip_norm) + (norm - norm)  # NaN where norm is not finite
+
+    def scaled(g):
+        if isinstance(g, tf.IndexedSlices):
+            return tf.IndexedSlices(g.values * tf.cast(scale, g.dtype), g.indices, g.dense_shape)
+        return g * tf.cast(scale, g.dtype)
+
+    return [None if g is None else scaled(g) for g in grads]
+
+
+def _rows_per_id(slices):
+    """A `tf.IndexedSlices` with each id once: the rows of a repeated id summed."""
+    ids, where = tf.unique(slices.indices)
+    return tf.IndexedSlices(tf.math.unsorted_segment_sum(slices.values, where, tf.shape(ids)[0]), ids,
+                            slices.dense_shape)
 
 
 def _handle(variable):

@@ -63,6 +63,34 @@ def test_adamw_fused_step_is_keras_adamw():
         "token_embedding/embeddings"])  # the embedding rows of the batch moved
 
 
+@pytest.mark.parametrize("scale", [0.01, 10.0, float("nan")])
+def test_clipping_keeps_a_sparse_gradient_sparse_and_equals_keras_on_the_dense_one(scale):
+    """The token embedding's gradient (repeated ids) stays a tf.IndexedSlices of its ids' rows, and
+    clipped it equals Keras' clip_by_global_norm of the dense gradients: under the norm (left as
+    it is) and over it (scaled to norm 1). A NaN norm makes every value NaN, as in Keras (whose
+    dense gradient is NaN in the rows of no id too)."""
+    import tensorflow as tf
+    from keras.src.optimizers.base_optimizer import clip_by_global_norm as keras_clip
+
+    from keras_bert_lib.training.optimizers import clip_by_global_norm
+
+    rng = np.random.default_rng(0)
+    rows = tf.IndexedSlices(tf.constant(rng.normal(size=(5, 4)) * scale, tf.float32), tf.constant([3, 7, 3, 3, 0]),
+                            tf.constant([9, 4]))
+    dense = tf.constant(rng.normal(size=(2, 3)) * scale, tf.float32)
+    got = clip_by_global_norm([rows, None, dense], 1.0)
+    assert isinstance(got[0], tf.IndexedSlices) and sorted(got[0].indices.numpy()) == [0, 3, 7] and got[1] is None
+    got = [tf.convert_to_tensor(got[0]).numpy(), got[2].numpy()]
+    if np.isnan(scale):
+        assert np.isnan(got[0][[0, 3, 7]]).all() and np.isnan(got[1]).all()
+        return
+    want = keras_clip([tf.convert_to_tensor(rows), None, dense], 1.0)
+    for a, b in zip(got, (want[0], want[2])):
+        np.testing.assert_allclose(a, b.numpy(), rtol=1e-6, atol=1e-7)
+    norm = np.sqrt(sum(np.sum(np.square(t)) for t in got))
+    assert np.isclose(norm, 1.0) if scale > 1 else norm < 0.1
+
+
 def test_adamw_builds_its_step_scalars_once_not_for_each_variable():
     """The β powers, learning rate and weight-decay factor are built once per step: the first step
     traces a few ops per variable (clipping, decay, the fused kernel), where Keras' AdamW builds

@@ -13,7 +13,10 @@ held-out ones of that script's split: length cap 128, batch 32, AdamW lr 5e-5 wi
 10% warm-up, clipping at 1.0, two epochs, the whole encoder. Each side's seconds are its
 training plus one held-out evaluation (models loaded before the clock starts), and its
 held-out accuracy after the epoch; ours also its first step (which traces the train step), the
-sum and median of its other steps, and its held-out passes. `--before-commit` runs our run from
+sum and median of its other steps, and its held-out passes. Ours evaluates after each epoch, the
+Trainer by default once, after training: the row "ours, one held-out pass" is our run on the
+Trainer's default schedule (`--steps-per-epoch` = all the steps), and
+`--trainer-evaluating-each-epoch` adds the Trainer on ours. `--before-commit` runs our run from
 that commit (a git worktree, on the same installed packages; a commit with
 `runs.finetune.finetune_config`) as "ours before". The CPU model
 is printed with the figures; run on a quiet machine. `--dtype auto` (mixed_bfloat16 on CPUs with
@@ -64,9 +67,12 @@ print(json.dumps({"seconds": time.perf_counter() - start, "accuracy": report["he
 EPOCHS = 2
 
 
-def ours(files, folder, group_by_length, pythonpath=None, seed=0, dtype=None):
+def ours(files, folder, group_by_length, pythonpath=None, seed=0, dtype=None, held_out_once=False):
     fields = dict(train=files["train"], validation=files["validation"], output_dir=os.path.join(folder, "run"),
                   max_seq_length=128, batch_size=32, epochs=EPOCHS, learning_rate=5e-5, overwrite=True, seed=seed)
+    if held_out_once:  # one Keras epoch of all the steps: one held-out pass, after training, as the Trainer's default
+        with open(files["train"], encoding="utf-8") as f:
+            fields["steps_per_epoch"] = EPOCHS * ((sum(1 for _ in f) - 1) // 32)
     if group_by_length is not None:  # None: the commit's own default (older commits have no such field)
         fields["group_by_length"] = group_by_length
     if dtype:
@@ -146,6 +152,9 @@ def main():
                 rows[name] = {"seconds": runs[0]["seconds"], "accuracy": runs[0]["accuracy"],
                               "per_seed": dict(zip(args.seeds, runs))}
                 print(name, rows[name], flush=True)
+            rows["ours, one held-out pass (the Trainer's default schedule)"] = ours(files, folder, True,
+                                                                                 held_out_once=True)
+            print("ours, one held-out pass", rows["ours, one held-out pass (the Trainer's default schedule)"], flush=True)
             rows["ours --no-group-by-length"] = ours(files, folder, False)
             print("ours --no-group-by-length", rows["ours --no-group-by-length"], flush=True)
             if args.before_commit:

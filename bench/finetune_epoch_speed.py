@@ -152,9 +152,9 @@ def main():
                 rows[name] = {"seconds": runs[0]["seconds"], "accuracy": runs[0]["accuracy"],
                               "per_seed": dict(zip(args.seeds, runs))}
                 print(name, rows[name], flush=True)
-            rows["ours, one held-out pass (the Trainer's default schedule)"] = ours(files, folder, True,
-                                                                                 held_out_once=True)
-            print("ours, one held-out pass", rows["ours, one held-out pass (the Trainer's default schedule)"], flush=True)
+            once = "ours, one held-out pass (the Trainer's default schedule)"
+            rows[once] = ours(files, folder, True, held_out_once=True)
+            print(once, rows[once], flush=True)
             rows["ours --no-group-by-length"] = ours(files, folder, False)
             print("ours --no-group-by-length", rows["ours --no-group-by-length"], flush=True)
             if args.before_commit:

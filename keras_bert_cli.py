@@ -194,7 +194,8 @@ def add_config_flags(parser, config_class, skip=()):
         flag = "--" + field.name.replace("_", "-")
         default = field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
         choices = field.metadata.get("choices")
-        text = field.metadata.get("help", "") + f" (default: {json.dumps(default)})"
+        shown = "none" if default is None else json.dumps(default)  # what the flag takes for None
+        text = field.metadata.get("help", "") + f" (default: {shown})"
         if field.name == "corpus":
             parser.add_argument(flag, nargs="+", metavar="FILE", default=argparse.SUPPRESS, help=text)
         elif field.name == "student_layers":

@@ -205,8 +205,7 @@ def test_embed_and_rerank_runs_report_retrieval_and_ranking_numbers(checkpoint, 
 
 def test_hard_negatives_go_in_each_training_batch_after_the_positives(checkpoint, tmp_path):
     from keras_bert_lib import load_preprocessor
-    from keras_bert_lib.data import Examples
-    from keras_bert_lib.data import pair_batches
+    from keras_bert_lib.data import Examples, pair_batches
     from keras_bert_lib.runs import finetune_config, run_finetuning
 
     texts = [f"question {i}" for i in range(4)]
@@ -249,7 +248,8 @@ def test_help_lists_the_registry_and_each_task_only_its_own_flags_with_defaults(
         assert flags == {"--" + f.name.replace("_", "-") for f in dataclasses.fields(task.config_class)} - {"--task"}
         for flag in flags:
             block = stdout.split("\n  " + flag, 1)[1].split("\n  --", 1)[0]
-            assert "(default: " in block, (name, flag)
+            assert "(default: " in block and "(default: null)" not in block, (name, flag)  # None reads 'none'
+        assert "--steps-per-epoch INT" in stdout and "(default: none)" in stdout.split("--steps-per-epoch INT", 1)[1]
         if name == "ner":  # what applies to texts in columns is not NER's
             assert "--word-column" in flags and not flags & {"--tfds", "--pooling", "--text-column", "--doc-stride"}
 

@@ -71,8 +71,8 @@ def ours(files, folder, group_by_length, pythonpath=None, seed=0, dtype=None, he
     fields = dict(train=files["train"], validation=files["validation"], output_dir=os.path.join(folder, "run"),
                   max_seq_length=128, batch_size=32, epochs=EPOCHS, learning_rate=5e-5, overwrite=True, seed=seed)
     if held_out_once:  # one Keras epoch of all the steps: one held-out pass, after training, as the Trainer's default
-        with open(files["train"], encoding="utf-8") as f:
-            fields["steps_per_epoch"] = EPOCHS * ((sum(1 for _ in f) - 1) // 32)
+        with open(files["train"], encoding="utf-8") as f:  # its rows, less the header (one line each here)
+            fields["steps_per_epoch"] = EPOCHS * ((sum(1 for _ in f) - 1) // fields["batch_size"])
     if group_by_length is not None:  # None: the commit's own default (older commits have no such field)
         fields["group_by_length"] = group_by_length
     if dtype:

@@ -35,13 +35,14 @@ class _ClipAfterAllReduce:
 
 
 def clip_by_global_norm(grads, clip_norm):
-    """Keras' `clip_by_global_norm` (TensorFlow tensors) where a sparse gradient stays sparse.
+    """Keras' `clip_by_global_norm` where a sparse gradient stays sparse (TensorFlow tensors).
 
     The token embedding's gradient is a `tf.IndexedSlices` of the batch's ids; Keras squares and
     scales it as a dense vocabulary × width tensor (all-MiniLM-L6-v2: 11.7M numbers, twice a
-    step). Here its rows are first summed per id, which are the dense gradient's nonzero rows,
-    so the norm is the same and only those rows are scaled. A NaN or Inf norm gives NaN
-    gradients, as Keras' does.
+    step). Here the rows of a repeated id are summed first, giving the dense gradient's nonzero
+    rows, and `tf.clip_by_global_norm` (Keras' formula, which reads an `IndexedSlices` by its
+    rows) clips those: the same norm and update. A NaN or Inf norm gives NaN gradients, as
+    Keras' does.
 
     Example:
         ```python
@@ -51,17 +52,8 @@ def clip_by_global_norm(grads, clip_norm):
         clipped = clip_by_global_norm([rows, tf.constant([3.0])], 1.0)   # norm 5: scaled by 0.2
         ```
     """
-    grads = [_rows_per_id(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
-    values = [g.values if isinstance(g, tf.IndexedSlices) else g for g in grads if g is not None]
-    norm = tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(tf.cast(v, tf.float32))) for v in values]))
-    scale = clip_norm * tf.minimum(1.0 / norm, 1.0 / clip_norm) + (norm - norm)  # NaN where norm is not finite
-
-    def scaled(g):
-        if isinstance(g, tf.IndexedSlices):
-            return tf.IndexedSlices(g.values * tf.cast(scale, g.dtype), g.indices, g.dense_shape)
-        return g * tf.cast(scale, g.dtype)
-
-    return [None if g is None else scaled(g) for g in grads]
+    return tf.clip_by_global_norm([_rows_per_id(g) if isinstance(g, tf.IndexedSlices) else g for g in grads],
+                                  clip_norm)[0]
 
 
 def _rows_per_id(slices):

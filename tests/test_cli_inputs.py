@@ -142,7 +142,9 @@ def test_export_into_a_place_it_cannot_write_fails_at_once_in_one_line(capsys, t
     output = str(tmp_path / "a_file" / "exported") if where == "under a file" else "/proc/keras-bert-export"
     start = time.perf_counter()
     assert main(["export", str(model), "--format", "onnx", "--format", "tflite", "--output", output]) == 2
-    assert time.perf_counter() - start < 5  # no conversion ran (one takes 10 s and more)
+    # no conversion ran: ONNX and TFLite take 10 s and more each; loading the model is in the window,
+    # 1.3-2.2 s alone and 5.1 s once under the whole suite on 2 busy cores
+    assert time.perf_counter() - start < 8
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert err.startswith(f"keras-bert export: cannot write in {output}: ") and err.strip().endswith(

@@ -20,6 +20,9 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# keras (and tensorflow) come before keras_bert_lib below: turn oneDNN on as `import keras_bert_lib`
+# would, before TensorFlow reads the setting (README, "In Python").
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
 import keras  # noqa: E402
 import keras_hub  # noqa: E402

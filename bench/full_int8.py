@@ -24,6 +24,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# keras (and tensorflow) come before keras_bert_lib below: turn oneDNN on as `import keras_bert_lib`
+# would, before TensorFlow reads the setting (README, "In Python").
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402

@@ -14,7 +14,9 @@ import os
 
 # TensorFlow turns its oneDNN CPU kernels on by default only on some CPUs; where it leaves them
 # off, BERT training steps are faster with them (docs/pretraining.md, "Speed"). Only a default:
-# an exported TF_ENABLE_ONEDNN_OPTS wins, and it acts only if TensorFlow is not imported yet.
+# an exported TF_ENABLE_ONEDNN_OPTS wins, and it acts only if TensorFlow is not imported yet
+# (where it came too late, `compile_path.warn_if_onednn_came_too_late` says so, below).
+_ONEDNN_SETTING = os.environ.get("TF_ENABLE_ONEDNN_OPTS")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
 import keras  # noqa: E402
@@ -51,6 +53,10 @@ if keras.backend.backend() == "tensorflow":
     # optimizer and schedule (training) are TensorFlow-only, the rest comes with `models`.
     import keras_bert_lib.text  # noqa: E402, F401
     import keras_bert_lib.training  # noqa: E402, F401
+
+from keras_bert_lib.compile_path import warn_if_onednn_came_too_late  # noqa: E402
+
+warn_if_onednn_came_too_late(_ONEDNN_SETTING)
 
 __version__ = "0.1.0"
 

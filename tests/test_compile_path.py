@@ -173,3 +173,41 @@ def test_predict_runs_two_batches_at_once_only_in_tensorflows_graph_on_a_cpu():
     assert inference_streams(False, backend="tensorflow", accelerators=["GPU:0"]) == 1
     assert inference_streams(True, backend="jax", accelerators=[]) == 1
     assert inference_streams(False, backend="torch", accelerators=[]) == 1
+
+
+_IMPORT_ORDER = """
+import sys, warnings
+warnings.simplefilter("always")
+with warnings.catch_warnings(record=True) as caught:
+    if sys.argv[1] == "tensorflow first":
+        import keras  # imports TensorFlow
+    import keras_bert_lib
+from keras_bert_lib.compile_path import graph_kernels, onednn_enabled
+print(onednn_enabled(), graph_kernels(), [str(w.message)[:60] for w in caught if "oneDNN" in str(w.message)])
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("order, setting, enabled, warned", [
+    ("keras_bert_lib first", None, True, False),
+    ("tensorflow first", None, None, True),   # on TensorFlow's default: off without AVX512, where it warns
+    ("tensorflow first", "0", False, False),  # the user's explicit choice: no warning
+    ("tensorflow first", "1", True, False),
+])
+def test_onednn_follows_the_import_order_and_a_late_import_says_so(order, setting, enabled, warned):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
+    env.update({"TF_CPP_MIN_LOG_LEVEL": "3", **({"TF_ENABLE_ONEDNN_OPTS": setting} if setting else {})})
+    out = subprocess.run([sys.executable, "-c", _IMPORT_ORDER, order], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    line = out.stdout.strip().splitlines()[-1]
+    on = line.startswith("True")
+    if enabled is not None:
+        assert on is enabled, line
+    assert ("graph (oneDNN)" if on else "graph (Eigen; oneDNN off)") in line, line
+    # TensorFlow's own default decides where it comes first: a warning exactly where it left oneDNN off.
+    assert ("TensorFlow was imported before keras_bert_lib" in line) is (warned and not on), line

@@ -4,7 +4,7 @@ import time
 
 import numpy as np
 
-from keras_bert_lib.compile_path import describe
+from keras_bert_lib.compile_path import describe, graph_kernels
 from keras_bert_lib.config import PRESETS
 from keras_bert_lib.models.factories import build_encoder
 
@@ -41,7 +41,7 @@ def summarize(preset, batch=1, length=128, dtype="float32", repeats=5):
         encoder.predict_on_batch(ids)
         times.append(time.perf_counter() - start)
     median = sorted(times)[len(times) // 2]
-    path = "XLA" if encoder.jit_compile else "TensorFlow graph (oneDNN)"
+    path = "XLA" if encoder.jit_compile else graph_kernels()
     lines.append(f"forward, batch {batch} x {length} tokens, {dtype}, {path}: {median * 1e3:.1f} ms (median of "
                  f"{repeats}; first call with compilation {compile_s:.1f} s), {batch / median:.1f} sequences/s")
     return "\n".join(lines)

@@ -1,5 +1,9 @@
 """The compiled path per dtype and CPU: XLA, except bfloat16 on a CPU with AVX512-BF16 or AMX."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -195,10 +199,6 @@ print(onednn_enabled(), graph_kernels(), [str(w.message)[:60] for w in caught if
     ("tensorflow first", "1", True, False),
 ])
 def test_onednn_follows_the_import_order_and_a_late_import_says_so(order, setting, enabled, warned):
-    import os
-    import subprocess
-    import sys
-
     env = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
     env.update({"TF_CPP_MIN_LOG_LEVEL": "3", **({"TF_ENABLE_ONEDNN_OPTS": setting} if setting else {})})
     out = subprocess.run([sys.executable, "-c", _IMPORT_ORDER, order], env=env, capture_output=True, text=True,

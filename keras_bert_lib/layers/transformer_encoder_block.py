@@ -30,6 +30,10 @@ class TransformerEncoderBlock(keras.layers.Layer):
         padding_mask: bool/int tensor (B, T), 1 = real token. Optional.
         attention_mask: bool/int tensor (B, T, T). Optional.
         return_attention_scores: bool. Also return the attention probabilities (B, A, T, T).
+        output_range: int or None. Compute only the first `output_range` positions' outputs
+            (each from all T positions' keys and values): (B, output_range, H), what the full
+            call gives there. A classifier's last block needs [CLS] alone (`output_range=1`),
+            which skips 5/6 of that block's matrix products. None: every position.
     Returns:
         float tensor (B, T, H), or a tuple (output, probabilities).
     Example:
@@ -72,12 +76,12 @@ class TransformerEncoderBlock(keras.layers.Layer):
             layer.build(input_shape)
 
     def call(self, x, padding_mask=None, attention_mask=None, training=None,
-             return_attention_scores=False):
-        residual = x  # (B, T, H)
+             return_attention_scores=False, output_range=None):
+        residual = x if output_range is None else x[:, :output_range]  # (B, T, H)
         if self.norm_first:
             x = self.attention_layer_norm(x)
         x, probs = self.attention(x, padding_mask=padding_mask, attention_mask=attention_mask,
-                                  training=training, return_attention_scores=True)
+                                  training=training, return_attention_scores=True, output_range=output_range)
         # Branch first: ONNX Runtime's attention fusion follows the first Add parent of the
         # residual sum, and in ALBERT the residual is an Add too (the embedding projection's bias).
         x = self.attention_dropout(x, training=training) + residual
@@ -93,12 +97,11 @@ class TransformerEncoderBlock(keras.layers.Layer):
         return (x, probs) if return_attention_scores else x
 
     def compute_output_spec(self, x, padding_mask=None, attention_mask=None, training=None,
-                            return_attention_scores=False):
-        # The input's shape, and the attention's probabilities: known without tracing `call`.
-        output = keras.KerasTensor(x.shape, dtype=self.compute_dtype)
-        if not return_attention_scores:
-            return output
-        return output, self.attention.compute_output_spec(x, return_attention_scores=True)[1]
+                            return_attention_scores=False, output_range=None):
+        # The attention's shapes (the input's, or its first rows): known without tracing `call`.
+        output, probs = self.attention.compute_output_spec(x, return_attention_scores=True,
+                                                           output_range=output_range)
+        return (output, probs) if return_attention_scores else output
 
     def get_config(self):
         return {**super().get_config(), "num_heads": self.num_heads,

@@ -45,7 +45,7 @@ class CrossEncoder(TaskModel):
         head = ClassificationHead(1, dropout, encoder.config.initializer_range, name="classifier", dtype=dtype)
         # === Functional graph ===
         inputs = self._encoder_inputs()
-        pooled, uses_pooler = self._pooled(encoder(inputs), inputs, pooling, dtype)
+        pooled, uses_pooler = self._pooled(encoder, inputs, pooling, dtype)
         super().__init__(inputs=inputs, outputs=ops.squeeze(head(pooled), -1), **kwargs)
         # === Config ===
         self.head = head

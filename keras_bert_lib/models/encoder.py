@@ -80,6 +80,7 @@ class BertEncoder(ChecksInputs, keras.Model):
                              name="segment_embedding", dtype=dtype)
             if config.type_vocab_size else None
         )
+        embeddings_add = keras.layers.Add(name="embeddings_add", dtype=dtype)
         embeddings_layer_norm = keras.layers.LayerNormalization(
             epsilon=config.layer_norm_eps, name="embeddings_layer_norm", dtype=dtype)
         embeddings_dropout = keras.layers.Dropout(config.hidden_dropout_prob, name="embeddings_dropout",
@@ -115,31 +116,13 @@ class BertEncoder(ChecksInputs, keras.Model):
             "segment_ids": keras.Input((None,), dtype="int32", name="segment_ids"),
             "padding_mask": keras.Input((None,), dtype="int32", name="padding_mask"),
         }
-        padding_mask = inputs["padding_mask"]
-        tokens = token_embedding(inputs["token_ids"])  # (B, T, E)
-        summed = [tokens, position_embedding(tokens)]
-        if segment_embedding is not None:
-            summed.append(segment_embedding(inputs["segment_ids"]))
-        x = keras.layers.Add(name="embeddings_add", dtype=dtype)(summed)
-        x = embeddings_dropout(embeddings_layer_norm(x))
-        if projection is not None:
-            x = projection(x)  # (B, T, E) → (B, T, H)
-        hidden_states, attention_probs = [x], []
-        layers_per_group = config.num_hidden_layers // config.num_groups
-        for i in range(config.num_hidden_layers):
-            for block in groups[i // layers_per_group]:
-                x, probs = block(x, padding_mask=padding_mask, return_attention_scores=True)
-            hidden_states.append(x)
-            attention_probs.append(probs)
-        if final_layer_norm is not None:
-            x = final_layer_norm(x)
-        outputs = {"sequence_output": x}
-        if pooler is not None:
-            outputs["pooled_output"] = pooler(x[:, 0, :])  # (B, H) from [CLS]
-        if output_hidden_states:
-            outputs["hidden_states"] = ops.stack(hidden_states, axis=1)  # (B, L+1, T, H)
-        if output_attentions:
-            outputs["attention_probs"] = ops.stack(attention_probs, axis=1)  # (B, L, A, T, T)
+        parts = dict(token_embedding=token_embedding, position_embedding=position_embedding,
+                     segment_embedding=segment_embedding, embeddings_add=embeddings_add,
+                     embeddings_layer_norm=embeddings_layer_norm,
+                     embeddings_dropout=embeddings_dropout, projection=projection, groups=groups,
+                     final_layer_norm=final_layer_norm, pooler=pooler)
+        outputs = _forward(parts, config, inputs, output_hidden_states=output_hidden_states,
+                           output_attentions=output_attentions)
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
 
         # === Config ===
@@ -149,6 +132,7 @@ class BertEncoder(ChecksInputs, keras.Model):
         self.output_hidden_states = output_hidden_states
         self.output_attentions = output_attentions
         self.token_embedding = token_embedding
+        object.__setattr__(self, "_parts", parts)  # `call(output_range=...)` wires them again; tracked above
         # predict()/predict_on_batch() run as one XLA program by default on TensorFlow (float32 on
         # CPU: 1.3-1.5x faster than Keras' CPU default of a plain graph; what GPUs and TPUs need),
         # except bfloat16 on a CPU with AVX512-BF16 or AMX, where oneDNN's bfloat16 kernels run in
@@ -156,6 +140,36 @@ class BertEncoder(ChecksInputs, keras.Model):
         # compiles with XLA; PyTorch keeps Keras' default (eager). `compile(jit_compile=...)` overrides it.
         if keras.backend.backend() in ("tensorflow", "jax"):
             self.jit_compile = choose_jit_compile(self.layers_dtype_policy, hidden_size=config.hidden_size)[0]
+
+    def call(self, inputs, training=None, mask=None, output_range=None):
+        """The functional graph; with `output_range` (an int), the same layers with the last block
+        computing only the first `output_range` positions (the Model Garden's `output_range`):
+        `sequence_output` is then (B, output_range, H), each row what the full graph gives there,
+        and the pooler reads the same [CLS]. The [CLS] classifiers pass 1: their last block skips
+        5/6 of its matrix products (forward and backward). Not with hidden states or attention
+        probabilities, which need every position."""
+        if output_range is None:
+            return super().call(inputs, training=training, mask=mask)
+        self._check_output_range()
+        return _forward(self._parts, self.config, inputs, training=training, output_range=output_range)
+
+    def compute_output_spec(self, inputs, training=None, mask=None, output_range=None):
+        if output_range is None:
+            return super().compute_output_spec(inputs, training=training, mask=mask)
+        self._check_output_range()
+        batch, length = inputs["token_ids"].shape
+        rows = output_range if length is None else min(length, output_range)
+        dtype = self.layers_dtype_policy.compute_dtype
+        outputs = {"sequence_output": keras.KerasTensor((batch, rows, self.config.hidden_size), dtype=dtype)}
+        if self.config.with_pooler:
+            outputs["pooled_output"] = keras.KerasTensor((batch, self.config.hidden_size), dtype=dtype)
+        return outputs
+
+    def _check_output_range(self):
+        if self.output_hidden_states or self.output_attentions:
+            raise ValueError("output_range computes the last block's first positions only, so it cannot give every "
+                             "layer's hidden states or attention probabilities; call the encoder without it, or "
+                             "build it with output_hidden_states=False and output_attentions=False.")
 
     def _input_config(self):
         return self.config
@@ -176,3 +190,39 @@ class BertEncoder(ChecksInputs, keras.Model):
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.saving.deserialize_keras_object(config["dtype"])
         return cls(**config)
+
+
+def _forward(parts, config, inputs, training=None, output_range=None, output_hidden_states=False,
+             output_attentions=False):
+    """The encoder's equations over its layers (`parts`): symbolic inputs wire the functional graph;
+    tensors run it, the last block at `output_range`'s first positions (`BertEncoder.call`)."""
+    padding_mask = inputs["padding_mask"]
+    run = {} if training is None else {"training": training}  # symbolic: Keras passes it at call time
+    tokens = parts["token_embedding"](inputs["token_ids"])  # (B, T, E)
+    summed = [tokens, parts["position_embedding"](tokens)]
+    if parts["segment_embedding"] is not None:
+        summed.append(parts["segment_embedding"](inputs["segment_ids"]))
+    x = parts["embeddings_add"](summed)
+    x = parts["embeddings_dropout"](parts["embeddings_layer_norm"](x), **run)
+    if parts["projection"] is not None:
+        x = parts["projection"](x)  # (B, T, E) → (B, T, H)
+    hidden_states, attention_probs = [x], []
+    layers_per_group = config.num_hidden_layers // config.num_groups
+    for i in range(config.num_hidden_layers):
+        group = parts["groups"][i // layers_per_group]
+        for j, block in enumerate(group):
+            if output_range is not None and i == config.num_hidden_layers - 1 and j == len(group) - 1:
+                run["output_range"] = output_range  # the last block: its first positions only
+            x, probs = block(x, padding_mask=padding_mask, return_attention_scores=True, **run)
+        hidden_states.append(x)
+        attention_probs.append(probs)
+    if parts["final_layer_norm"] is not None:
+        x = parts["final_layer_norm"](x)
+    outputs = {"sequence_output": x}
+    if parts["pooler"] is not None:
+        outputs["pooled_output"] = parts["pooler"](x[:, 0, :])  # (B, H) from [CLS]
+    if output_hidden_states:
+        outputs["hidden_states"] = ops.stack(hidden_states, axis=1)  # (B, L+1, T, H)
+    if output_attentions:
+        outputs["attention_probs"] = ops.stack(attention_probs, axis=1)  # (B, L, A, T, T)
+    return outputs

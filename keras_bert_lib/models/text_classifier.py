@@ -59,7 +59,7 @@ class TextClassifier(TaskModel):
                                   name="classifier", dtype=dtype)
         # === Functional graph ===
         inputs = self._encoder_inputs()
-        pooled, uses_pooler = self._pooled(encoder(inputs), inputs, pooling, dtype)
+        pooled, uses_pooler = self._pooled(encoder, inputs, pooling, dtype)
         super().__init__(inputs=inputs, outputs=head(pooled), **kwargs)
         # === Config ===
         self.head = head

@@ -1,3 +1,4 @@
+import keras
 import numpy as np
 import pytest
 
@@ -90,3 +91,20 @@ def test_attention_dropout_in_training_takes_the_plain_path(monkeypatch):
 def test_unknown_implementation_is_refused():
     with pytest.raises(ValueError, match="implementation='flash' is not one of"):
         MultiHeadSelfAttention(num_heads=2, implementation="flash")
+
+
+@pytest.mark.parametrize("implementation", ["plain", "fused"])
+@pytest.mark.parametrize("output_range", [1, 4])
+def test_output_range_gives_the_first_rows_of_the_full_call(implementation, output_range):
+    """The first positions query every key: the full call's rows there, mask rows included."""
+    layer = MultiHeadSelfAttention(num_heads=2, initializer_range=0.5, implementation=implementation)
+    x, causal = harness.hidden_states(2, 6, 8), np.tril(np.ones((6, 6), "int32"))[None].repeat(2, 0)
+    mask = harness.right_padded([6, 3])
+    want = np.asarray(layer(x, padding_mask=mask, attention_mask=causal))
+    got = layer(x, padding_mask=mask, attention_mask=causal, output_range=output_range)
+    assert got.shape == (2, output_range, 8)
+    np.testing.assert_allclose(np.asarray(got), want[:, :output_range], atol=1e-6)
+    _, probs = layer(x, padding_mask=mask, return_attention_scores=True, output_range=output_range)
+    assert probs.shape == (2, 2, output_range, 6)
+    symbolic = layer(keras.KerasTensor((None, None, 8)), output_range=output_range)
+    assert symbolic.shape == (None, output_range, 8)

@@ -70,3 +70,17 @@ def test_pre_ln_differs_from_post_ln_with_the_same_weights():
     post(x), pre(x)
     pre.set_weights(post.get_weights())
     assert np.max(np.abs(np.asarray(pre(x)) - np.asarray(post(x)))) > 1e-3
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("output_range", [1, 3])
+def test_output_range_gives_the_first_rows_of_the_full_block(norm_first, output_range):
+    """A classifier's last block: the first positions' outputs, from every position's keys."""
+    block = TransformerEncoderBlock(num_heads=2, intermediate_size=16, norm_first=norm_first, initializer_range=0.3)
+    x, mask = harness.hidden_states(2, 6, 8), harness.right_padded([6, 2])
+    want = np.asarray(block(x, padding_mask=mask))
+    got, probs = block(x, padding_mask=mask, output_range=output_range, return_attention_scores=True)
+    assert got.shape == (2, output_range, 8) and probs.shape == (2, 2, output_range, 6)
+    np.testing.assert_allclose(np.asarray(got), want[:, :output_range], atol=1e-6)
+    assert not np.allclose(want[:, :output_range], np.asarray(block(x[:, :output_range]))), \
+        "the first rows alone would not do: they must read every key"

@@ -210,3 +210,44 @@ def test_documented_inference_call_is_one_xla_program_and_takes_bool_masks():
     assert isinstance(encoder.predict_function, tf.types.experimental.PolymorphicFunction)
     as_bool = encoder.predict_on_batch({**batch, "padding_mask": MASK.astype(bool)})
     np.testing.assert_allclose(as_bool["sequence_output"], as_int["sequence_output"], atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_output_range_gives_the_full_graphs_cls_row_pooler_and_gradients(name):
+    """`encoder(x, output_range=1)`: the last block computes [CLS] alone; its row, the pooler and
+    every weight's gradient are the full graph's (a classifier trains on the same numbers)."""
+    import tensorflow as tf
+
+    encoder = BertEncoder(**{**TINY, **SPECS[name].init_kwargs})
+    batch = {**SPECS[name].inputs, "padding_mask": MASK}
+    full, first = encoder(batch), encoder(batch, output_range=1)
+    assert first["sequence_output"].shape == (2, 1, 16) and set(first) == set(full)
+    np.testing.assert_allclose(np.asarray(first["sequence_output"]), np.asarray(full["sequence_output"])[:, :1],
+                               atol=1e-6)
+    if "pooled_output" in full:
+        np.testing.assert_allclose(np.asarray(first["pooled_output"]), np.asarray(full["pooled_output"]), atol=1e-6)
+
+    def gradients(output_range):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.sin(encoder(batch, output_range=output_range)["sequence_output"][:, 0]))
+        return tape.gradient(loss, encoder.trainable_variables)
+
+    for variable, want, got in zip(encoder.trainable_variables, gradients(None), gradients(1)):
+        want, got = (tf.convert_to_tensor(g) if g is not None else None for g in (want, got))
+        if want is None:  # the pooler's: the loss reads the sequence output
+            assert got is None, variable.path
+            continue
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5, err_msg=variable.path)
+
+
+def test_output_range_pooler_equals_numpy_bert_and_is_refused_with_every_layers_outputs():
+    encoder = kb.bert_tiny(num_hidden_layers=2, vocab_size=200)
+    ids = np.random.default_rng(3).integers(1, 200, (3, 8)).astype("int32")
+    seg, mask = np.zeros((3, 8), "int32"), harness.right_padded([8, 5, 2])
+    got = encoder({"token_ids": ids, "segment_ids": seg, "padding_mask": mask}, output_range=1)
+    seq, pooled = numpy_bert.bert_forward(_google_weights(encoder), ids, seg, mask, 2, 2, 1e-12, "gelu")
+    np.testing.assert_allclose(np.asarray(got["sequence_output"])[:, 0], seq[:, 0], atol=1e-4)
+    np.testing.assert_allclose(np.asarray(got["pooled_output"]), pooled, atol=1e-4)
+    every = kb.bert_tiny(num_hidden_layers=1, output_hidden_states=True)
+    with pytest.raises(ValueError, match="output_range computes the last block's first positions only"):
+        every({"token_ids": ids, "segment_ids": seg, "padding_mask": mask}, output_range=1)

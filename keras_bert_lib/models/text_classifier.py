@@ -15,7 +15,9 @@ class TextClassifier(TaskModel):
     last hidden states (models trained for mean pooling, such as all-MiniLM-L6-v2).
 
     A pair is packed as `[CLS] first [SEP] second [SEP]` with segment ids 0 and 1. With
-    `pooling="cls"` on an encoder without a pooler (DistilBERT) the [CLS] hidden state is used.
+    `pooling="cls"` on an encoder without a pooler (DistilBERT) the [CLS] hidden state is used, and
+    the encoder's last block computes [CLS] alone (`BertEncoder.call(output_range=1)`): the same
+    logits and gradients, 5/6 of that block's matrix products skipped.
     Compiled at construction with `default_optimizer()` (AdamW 5e-5), sparse categorical
     cross-entropy and the metrics `classification_metrics` reports (accuracy, macro F1, Matthews,
     and F1 for two classes; mean squared error and no metric for `num_classes=1`, a regression

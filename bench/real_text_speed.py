@@ -16,9 +16,9 @@ cosine of each text's vector to sentence-transformers'. The CPU model is printed
 
 `--task classify`: a two-class `TextClassifier` on MiniLM ([CLS] pooler, a new head) by its
 default `predict`, the same with the last block computing every position (as before 2026-11-27)
-and at a fixed 128, against transformers' `BertForSequenceClassification` with our pooler and head
-copied in, padding each batch to its longest in the texts' order (what the Trainer's `predict`
-does) and sorted by length; the ratio is to the first of these, with the largest logit difference
+and that at a fixed 128 (what `predict` did before either change), against transformers'
+`BertForSequenceClassification` with our pooler and head copied in, padding each batch to its
+longest in the texts' order (what the Trainer's `predict` does) and sorted by length; the ratio is to the first of these, with the largest logit difference
 to it and the share of labels it agrees on.
 """
 
@@ -157,7 +157,8 @@ def classify_variants(texts, batch):
             "transformers (longest, sorted by length)": lambda: transformers_longest(np.argsort(lengths)),
             "ours (default)": lambda: ours.predict(texts, batch_size=batch, verbose=0),
             "ours, last block at every position": lambda: whole.predict(texts, batch_size=batch, verbose=0),
-            "ours (fixed 128)": lambda: keras.Model.predict(fixed, fixed._ids(texts), batch_size=batch, verbose=0)}
+            "ours (fixed 128, last block at every position)":
+                lambda: keras.Model.predict(fixed, fixed._ids(texts), batch_size=batch, verbose=0)}
 
 
 def by_length(run, ids, batch):

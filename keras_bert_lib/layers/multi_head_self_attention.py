@@ -17,6 +17,20 @@ def _dense(units, initializer_range, name, dtype):
     )
 
 
+def output_rows(length, output_range):
+    """How many positions a call with `output_range` outputs, for a static `length` (or None).
+
+    Example:
+        ```python
+        from keras_bert_lib.layers.multi_head_self_attention import output_rows
+        output_rows(None, 1), output_rows(6, None), output_rows(3, 4)   # (1, 6, 3)
+        ```
+    """
+    if output_range is None:
+        return length
+    return output_range if length is None else min(length, output_range)
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
 class MultiHeadSelfAttention(keras.layers.Layer):
     """Scaled dot-product self-attention with A heads: softmax(QKᵀ/√d_k + bias)·V, then Wᴼ.
@@ -98,11 +112,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
              return_attention_scores=False, output_range=None):
         # The shape comes from the input, not from each projection: tf2onnx merges a projection's
         # reshapes and then read a wrong shape (a batch of one failed in ONNX Runtime).
-        batch, keys = ops.shape(x)[0], ops.shape(x)[1]
         queries = x if output_range is None else x[:, :output_range]  # e.g. a classifier's [CLS] alone
         if output_range is not None and attention_mask is not None:
             attention_mask = attention_mask[:, :output_range]
-        length = keys if output_range is None else ops.shape(queries)[1]
+        batch, length, keys = ops.shape(x)[0], ops.shape(queries)[1], ops.shape(x)[1]
 
         def heads(t, rows):
             return ops.reshape(t, (batch, rows, self.num_heads, self.head_size))  # (B, T, N, Dh)
@@ -140,7 +153,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                             return_attention_scores=False, output_range=None):
         # From shapes alone: tracing `call` to learn them made building an encoder 3× slower.
         batch, length = x.shape[0], x.shape[1]
-        queries = length if output_range is None else output_range if length is None else min(length, output_range)
+        queries = output_rows(length, output_range)
         output = keras.KerasTensor((batch, queries, x.shape[2]), dtype=self.compute_dtype)
         if not return_attention_scores:
             return output

@@ -13,6 +13,7 @@ from keras_bert_lib.layers import (
     TokenEmbedding,
     TransformerEncoderBlock,
 )
+from keras_bert_lib.layers.multi_head_self_attention import output_rows
 from keras_bert_lib.models.input_checks import ChecksInputs
 
 ENCODER_FIELDS = tuple(f.name for f in dataclasses.fields(EncoderConfig))
@@ -38,6 +39,8 @@ class BertEncoder(ChecksInputs, keras.Model):
     `pooled_output` (B, H) when the encoder has a pooler, and, when asked for,
     `hidden_states` (B, L+1, T, H: the embeddings, then each layer) and
     `attention_probs` (B, L, A, T, T).
+    `encoder(inputs, output_range=1)` computes the last block for [CLS] alone, (B, 1, H), for
+    models that read only the pooler (the [CLS] classifiers do; see `call`).
 
     Args:
         config: an `EncoderConfig` (default: BERT-Base's shape). Its fields may also come as
@@ -158,7 +161,7 @@ class BertEncoder(ChecksInputs, keras.Model):
             return super().compute_output_spec(inputs, training=training, mask=mask)
         self._check_output_range()
         batch, length = inputs["token_ids"].shape
-        rows = output_range if length is None else min(length, output_range)
+        rows = output_rows(length, output_range)
         dtype = self.layers_dtype_policy.compute_dtype
         outputs = {"sequence_output": keras.KerasTensor((batch, rows, self.config.hidden_size), dtype=dtype)}
         if self.config.with_pooler:

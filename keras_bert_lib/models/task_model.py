@@ -120,7 +120,7 @@ class TaskModel(ChecksInputs, keras.Model):
         the same vector, 5/6 of that block's matrix products skipped, 14% of a six-layer encoder's)."""
         if pooling not in POOLINGS:
             raise ValueError(f"pooling={pooling!r} is not one of {POOLINGS}.")
-        every_layer = getattr(encoder, "output_hidden_states", False) or getattr(encoder, "output_attentions", False)
+        every_layer = encoder.output_hidden_states or encoder.output_attentions
         encoded = encoder(inputs, output_range=1 if pooling == "cls" and not every_layer else None)
         if pooling == "cls" and "pooled_output" in encoded:
             return encoded["pooled_output"], True

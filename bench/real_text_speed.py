@@ -18,8 +18,9 @@ cosine of each text's vector to sentence-transformers'. The CPU model is printed
 default `predict`, the same with the last block computing every position (as before 2026-11-27)
 and that at a fixed 128 (what `predict` did before either change), against transformers'
 `BertForSequenceClassification` with our pooler and head copied in, padding each batch to its
-longest in the texts' order (what the Trainer's `predict` does) and sorted by length; the ratio is to the first of these, with the largest logit difference
-to it and the share of labels it agrees on.
+longest in the texts' order (what the Trainer's `predict` does) and sorted by length; the ratio
+is to the first of these, with the largest logit difference to it and the share of labels it
+agrees on.
 """
 
 import argparse

@@ -1,6 +1,7 @@
 """BertEncoder: the BERT / ALBERT / DistilBERT / RoBERTa encoder as one functional keras.Model."""
 
 import dataclasses
+import numbers
 
 import keras
 from keras import ops
@@ -153,13 +154,13 @@ class BertEncoder(ChecksInputs, keras.Model):
         probabilities, which need every position."""
         if output_range is None:
             return super().call(inputs, training=training, mask=mask)
-        self._check_output_range()
+        self._check_output_range(output_range)
         return _forward(self._parts, self.config, inputs, training=training, output_range=output_range)
 
     def compute_output_spec(self, inputs, training=None, mask=None, output_range=None):
         if output_range is None:
             return super().compute_output_spec(inputs, training=training, mask=mask)
-        self._check_output_range()
+        self._check_output_range(output_range)
         batch, length = inputs["token_ids"].shape
         rows = output_rows(length, output_range)
         dtype = self.layers_dtype_policy.compute_dtype
@@ -168,7 +169,10 @@ class BertEncoder(ChecksInputs, keras.Model):
             outputs["pooled_output"] = keras.KerasTensor((batch, self.config.hidden_size), dtype=dtype)
         return outputs
 
-    def _check_output_range(self):
+    def _check_output_range(self, output_range):
+        if isinstance(output_range, bool) or not isinstance(output_range, numbers.Integral) or output_range < 1:
+            raise ValueError(f"output_range={output_range!r}: pass how many first positions the last block computes, "
+                             "an int of at least 1 (1: [CLS] alone), or None for every position.")
         if self.output_hidden_states or self.output_attentions:
             raise ValueError("output_range computes the last block's first positions only, so it cannot give every "
                              "layer's hidden states or attention probabilities; call the encoder without it, or "

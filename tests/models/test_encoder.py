@@ -248,6 +248,9 @@ def test_output_range_pooler_equals_numpy_bert_and_is_refused_with_every_layers_
     seq, pooled = numpy_bert.bert_forward(_google_weights(encoder), ids, seg, mask, 2, 2, 1e-12, "gelu")
     np.testing.assert_allclose(np.asarray(got["sequence_output"])[:, 0], seq[:, 0], atol=1e-4)
     np.testing.assert_allclose(np.asarray(got["pooled_output"]), pooled, atol=1e-4)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match=rf"output_range={bad!r}: pass how many first positions"):
+            encoder({"token_ids": ids, "segment_ids": seg, "padding_mask": mask}, output_range=bad)
     every = kb.bert_tiny(num_hidden_layers=1, output_hidden_states=True)
     with pytest.raises(ValueError, match="output_range computes the last block's first positions only"):
         every({"token_ids": ids, "segment_ids": seg, "padding_mask": mask}, output_range=1)

@@ -43,10 +43,17 @@ def cpu_tag():
 
 
 def cpu_model():
+    """lscpu's model name with its family and model numbers and its widest vector and bfloat16
+    instructions: "AMD EPYC" alone names Zen 3 (AVX2) and Zen 4 (AVX512-BF16) alike."""
+    from keras_bert_lib.compile_path import bfloat16_kernels, cpu_flags
+
     lines = subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines()
-    return next(
-        (line.split(":", 1)[1].strip() for line in lines if line.startswith("Model name")), platform.processor()
-    )
+    field = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
+    flags = cpu_flags()
+    vectors = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
+    kernels = bfloat16_kernels(flags)
+    return (f"{field.get('Model name', platform.processor())} (family {field.get('CPU family', '?')}, "
+            f"model {field.get('Model', '?')}; {vectors}, {'bfloat16: ' + kernels if kernels else 'no bfloat16'})")
 
 
 def cosine(a, b):

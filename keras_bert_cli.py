@@ -162,13 +162,32 @@ def positive(value):
         assert positive("3") == 3
         ```
     """
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
+    number = _integer(value)
     if number < 1:
         raise argparse.ArgumentTypeError(f"{number} is not a positive integer (at least 1)")
     return number
+
+
+def port_number(value):
+    """argparse's type for a TCP port: an integer from 0 (any free port) to 65535.
+
+    Example:
+        ```python
+        from keras_bert_cli import port_number
+        assert port_number("8501") == 8501
+        ```
+    """
+    number = _integer(value)
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"{number} is not a port: 1 to 65535, or 0 for any free one")
+    return number
+
+
+def _integer(value):
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
 
 
 def add_config_flags(parser, config_class, skip=()):

@@ -20,7 +20,7 @@ import json
 import logging
 import sys
 
-from keras_bert_cli import add_config_flags, build_parser, positive
+from keras_bert_cli import add_config_flags, build_parser, port_number, positive
 from keras_bert_lib.checkpoints.hub import hub_id, is_checkpoint_name, resolve_checkpoint
 from keras_bert_lib.config import PRESETS
 from keras_bert_lib.corpus import run_corpus_job
@@ -282,7 +282,9 @@ def _serve_flags(parser):
                                                     "and labels (default: none)")
     parser.add_argument("--host", default="127.0.0.1",
                         help="the address to listen on; 0.0.0.0 for every interface (default: 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8501, help="the HTTP port, TF Serving's REST port (default: 8501)")
+    parser.add_argument("--port", type=port_number, default=8501,
+                        help="the HTTP port, TF Serving's REST port; 0 takes a free one, which the log names "
+                             "(default: 8501)")
     parser.add_argument("--max-batch-size", type=positive, default=32,
                         help="texts per model call from requests that arrive together; 1 turns batching off "
                              "(default: 32)")
@@ -293,6 +295,15 @@ def _serve_flags(parser):
                         help="texts one request may hold; more get a 400 (default: 1024)")
     parser.add_argument("--max-text-bytes", type=positive, default=65536,
                         help="UTF-8 bytes one text may hold; more get a 400 (default: 65536)")
+    parser.add_argument("--max-body-bytes", type=positive, default=4 << 20,
+                        help="bytes one request's body may hold; a larger one gets a 413 before it is read "
+                             "(default: 4194304, 4 MiB)")
+    parser.add_argument("--read-timeout", type=positive, default=30,
+                        help="seconds a client has to send a whole request; a slower one gets a 408, or its "
+                             "connection is closed (default: 30)")
+    parser.add_argument("--idle-timeout", type=positive, default=65,
+                        help="seconds a connection may sit idle between requests; longer than the 60 s of common "
+                             "load balancers, so that they close first (default: 65)")
     parser.add_argument("--grace-period", type=positive, default=30,
                         help="seconds SIGTERM waits for the requests in flight (default: 30)")
     parser.add_argument("--access-log", action="store_true",
@@ -302,17 +313,26 @@ def _serve_flags(parser):
 def _serve(args):
     try:
         from keras_bert_lib.serve import Limits, model_specs, serve
+        from keras_bert_lib.serve.connections import listening_socket
     except ImportError as e:
         print(f'keras-bert serve: {e}; it needs the serve extra: pip install "keras-bert-lib[serve]"', file=sys.stderr)
         return 2
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
+    logging.getLogger("keras_bert_lib").setLevel(logging.INFO)  # a refused request: one INFO line each
     try:
+        sock = listening_socket(args.host, args.port)  # the port first: a run folder's export takes a while
         specs = model_specs(args.models, args.model_config_file)
         serve(specs, host=args.host, port=args.port, max_batch_size=args.max_batch_size,
               batch_timeout_micros=args.batch_timeout_micros, grace_period=args.grace_period,
-              limits=Limits(args.max_instances, args.max_text_bytes), access_log=args.access_log)
+              limits=Limits(args.max_instances, args.max_text_bytes), access_log=args.access_log,
+              max_body_bytes=args.max_body_bytes, read_timeout=args.read_timeout, idle_timeout=args.idle_timeout,
+              sock=sock)
     except ValueError as e:
         print(f"keras-bert serve: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C while the models load; once serving, Ctrl-C drains and returns
+        print("keras-bert serve: interrupted; stopped.", file=sys.stderr)
+        return 130
     return 0
 
 

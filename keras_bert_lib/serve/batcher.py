@@ -71,7 +71,7 @@ class Batcher:
                 self._arrived.clear()
                 try:
                     await asyncio.wait_for(self._arrived.wait(), deadline - loop.time())
-                except TimeoutError:
+                except asyncio.TimeoutError:  # TimeoutError itself from Python 3.11
                     break
             batch, size = [], 0
             while self._queue and size + len(self._queue[0][0]) <= self.max_batch_size:

@@ -44,6 +44,8 @@ def v1_rows(body, inputs, limits):
             body = json.loads(body)
         except ValueError as e:
             raise BadRequest(f"The body is not JSON ({e}); send {{\"instances\": [\"a text\", ...]}}.") from None
+        except RecursionError:
+            raise BadRequest("The body's JSON is nested too deeply; send {\"instances\": [\"a text\", ...]}.") from None
     if not isinstance(body, dict):
         raise BadRequest(f"The body is a JSON {type(body).__name__}, not an object; send "
                          "{\"instances\": [\"a text\", ...]}.")

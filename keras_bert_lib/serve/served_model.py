@@ -41,10 +41,12 @@ class ServedModel(Model):
         super().__init__(name)
         self.path, self.limits = path, limits
         self.signature = self.inputs = self.outputs = None
+        self.precision = None
         self.batcher = Batcher(self._run, max_batch_size, batch_timeout_micros, on_batch)
 
     def load(self):
         self.signature, self.inputs, self.outputs = load_text_signature(self.path)
+        self.precision = saved_model_precision(self.path)
         self._run([[{name: "a" for name in self.inputs}]])  # the first call traces: not a client's wait
         self.ready = True
         return self.ready
@@ -71,3 +73,21 @@ class ServedModel(Model):
         feed = {name: tf.constant([row[name].encode("utf-8", "replace") for row in rows]) for name in self.inputs}
         out = {name: value.numpy() for name, value in self.signature(**feed).items()}
         return [{name: out[name][i] for name in self.outputs} for i in range(len(rows))]
+
+
+def saved_model_precision(path):
+    """What a SavedModel computes in, in words for the server's log: its weights' dtype (read from
+    its variables' index, nothing loaded) and how to serve the other.
+
+    Example:
+        ```python
+        from keras_bert_lib.serve.served_model import saved_model_precision
+        # saved_model_precision("exported/saved_model/1")   # 'float32 weights, TensorFlow on the CPU'
+        ```
+    """
+    dtypes = tf.train.load_checkpoint(f"{path}/variables/variables").get_variable_to_dtype_map().values()
+    device = "the GPU" if tf.config.list_logical_devices("GPU") else "the CPU"
+    if tf.bfloat16 in dtypes:
+        return (f"bfloat16 weights (float32 outputs), TensorFlow on {device}; answers are within about 2e-3 of "
+                "float32 (docs/serve.md): export with --dtype float32 to serve float32")
+    return f"float32 weights, TensorFlow on {device}"

@@ -4,16 +4,17 @@
 import asyncio
 import atexit
 import dataclasses
+import functools
 import logging
 import os
 import shutil
 import signal
-import socket
 import sys
 import tempfile
 import warnings
 
 from keras_bert_lib.export.saved_model import saved_model_versions
+from keras_bert_lib.serve.connections import BodyLimits, RequestDeadline, listening_socket
 from keras_bert_lib.serve.protocol import Limits
 
 logger = logging.getLogger(__name__)
@@ -144,16 +145,22 @@ def _config_specs(config_file):
 
 
 def serve(specs, host="127.0.0.1", port=8501, max_batch_size=32, batch_timeout_micros=2000, limits=Limits(),
-          grace_period=30, access_log=False):
+          grace_period=30, access_log=False, max_body_bytes=4 << 20, read_timeout=30.0, idle_timeout=65, sock=None):
     """Serves `specs` (`model_specs`) until SIGTERM or Ctrl-C, then finishes the requests in
-    flight (up to `grace_period` seconds). Every version of every model is loaded and its first
-    call traced before the port opens.
+    flight (up to `grace_period` seconds). The port is taken first (0: any free port; the log
+    line that says where the server listens names it), or `sock` is the one
+    `connections.listening_socket` took; then every version of every model is loaded and its
+    first call traced, and only then does the port accept connections.
 
     Routes: TF Serving's `POST /v1/models/NAME[/versions/N | /labels/L]:predict` and
     `GET /v1/models/NAME[/versions/N]` (its status); KServe's `/v2/models/NAME[/versions/N]/infer`,
-    `/v2/health/live`, `/v2/health/ready`, `/v2/models/NAME/ready`; Prometheus' `/metrics`.
-    A bad request gets a 400 and one log line, not a traceback; `access_log` logs every request
-    (uvicorn's access log), which costs throughput under load.
+    `/v2/health/live`, `/v2/health/ready`, `/v2/models/NAME/ready`; Prometheus' `/metrics`. No
+    route loads or unloads a model: what is served is what the command named.
+    A bad request gets a 400 and one log line, not a traceback; a body over `max_body_bytes` a
+    413 before it is read; a client gets `read_timeout` seconds to send a request and a
+    connection `idle_timeout` seconds between requests (longer than a load balancer's usual 60,
+    so that the balancer closes first). `access_log` logs every request (uvicorn's access log),
+    which costs throughput under load.
 
     Example:
         ```python
@@ -161,7 +168,7 @@ def serve(specs, host="127.0.0.1", port=8501, max_batch_size=32, batch_timeout_m
         # serve(model_specs(["exported/saved_model"]), port=8501)
         ```
     """
-    _check_port_free(host, port)  # before loading the models, not a minute later
+    sock = sock or listening_socket(host, port)  # before loading the models, not a minute later
     argv, sys.argv = sys.argv, sys.argv[:1]  # KServe reads the command line when imported: ours is not its
     try:
         from kserve.model_server import ModelServer, app
@@ -183,34 +190,35 @@ def serve(specs, host="127.0.0.1", port=8501, max_batch_size=32, batch_timeout_m
             name = spec.name if version == spec.default else f"{spec.name}@{version}"
             model = ServedModel(name, path, max_batch_size, batch_timeout_micros, limits,
                                 on_batch=batch_rows.labels(model_name=spec.name).observe)
-            logger.warning("Loading %s version %d from %s", spec.name, version, path)
             model.load()
+            logger.info("Loaded %s version %d from %s: %s.", spec.name, version, path, model.precision)
             server.register_model(model, name)
             if version == spec.default:
                 server.register_model(model, f"{spec.name}@{version}")
     add_routes(app, server.dataplane, specs)
+    served = [spec.name + (f" (versions {', '.join(map(str, sorted(spec.versions)))})" if len(spec.versions) > 1
+                           else "") for spec in specs]
     rest = QuietRESTServer("kserve.model_server:app", server.dataplane, server.model_repository_extension, port,
-                           grace_period=grace_period)
-    rest.config.host = host  # KServe binds every interface; a local server binds loopback unless told
+                           grace_period=grace_period, timeout_keep_alive=idle_timeout, served=served,
+                           middleware=[(BodyLimits, {"max_body_bytes": max_body_bytes, "read_timeout": read_timeout})])
+    rest.config.http = functools.partial(RequestDeadline, read_timeout=read_timeout)
 
     async def run():
         server.setup_event_loop()
-        await rest.start()
+        await rest.start(sockets=[sock])
 
     # KServe answers with FastAPI's ORJSONResponse, which FastAPI now calls deprecated, once per route.
     warnings.filterwarnings("ignore", message="ORJSONResponse is deprecated")
 
-    logger.warning("Serving %s on http://%s:%d", ", ".join(spec.name for spec in specs), host, port)
+    bound = sock.getsockname()
+    logger.info("Serving %s on http://%s:%d", ", ".join(spec.name for spec in specs),
+                f"[{bound[0]}]" if ":" in bound[0] else bound[0], bound[1])
     # uvicorn drains on SIGTERM, then raises it again to the handler it found: this one exits
     # through Python (atexit runs) where the default would kill the process.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
-    asyncio.run(run())
+    try:
+        asyncio.run(run())
+    finally:
+        logger.info("Stopped; the requests in flight were answered.")
 
 
-def _check_port_free(host, port):
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
-        try:
-            probe.bind((host, port))
-        except OSError as e:
-            raise ValueError(f"Cannot listen on {host}:{port} ({e.strerror}); pick another port with --port, or "
-                             "stop what holds it.") from None

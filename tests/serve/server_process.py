@@ -4,6 +4,7 @@ import contextlib
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -18,27 +19,33 @@ def free_port():
 
 
 @contextlib.contextmanager
-def running_server(arguments, log_folder, start_seconds=300):
-    """Yields (the server's base URL, its Popen) once /v2/health/ready answers 200; SIGTERM at the end."""
-    port = free_port()
-    log = open(os.path.join(log_folder, f"serve-{port}.log"), "w")
+def running_server(arguments, log_folder, start_seconds=300, port=0):
+    """Yields (the server's base URL, its Popen) once /v2/health/ready answers 200; SIGTERM at the
+    end. With `port` 0 (the default) the server takes a free port and the test reads it from the
+    line of its log that says where it listens."""
+    log_path = os.path.join(log_folder, f"serve-{time.monotonic_ns()}.log")
+    log = open(log_path, "w")
     command = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "keras-bert"), "serve", *arguments,
                                 "--port", str(port)], stdout=log, stderr=subprocess.STDOUT,
                                env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-    url = f"http://127.0.0.1:{port}"
+    url = None
     try:
         deadline = time.monotonic() + start_seconds
         while True:
             if command.poll() is not None:
-                raise AssertionError(f"the server exited ({command.returncode}):\n" + _tail(log.name))
+                raise AssertionError(f"the server exited ({command.returncode}):\n" + _tail(log_path))
+            if url is None:
+                listening = re.search(r"Serving .* on (http://127\.0\.0\.1:\d+)$", _tail(log_path, None), re.M)
+                url = listening and listening.group(1)
             try:
-                if call(url, "GET", "/v2/health/ready")[0] == 200:
+                if url and call(url, "GET", "/v2/health/ready")[0] == 200:
                     break
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                raise AssertionError("the server did not get ready:\n" + _tail(log.name))
+                raise AssertionError("the server did not get ready:\n" + _tail(log_path))
             time.sleep(0.5)
+        command.log_path = log_path
         yield url, command
     finally:
         if command.poll() is None:
@@ -50,13 +57,13 @@ def running_server(arguments, log_folder, start_seconds=300):
         log.close()
 
 
-def call(url, method, path, body=None, timeout=120):
+def call(url, method, path, body=None, timeout=120, content_type="application/json"):
     """(status, the JSON answer or its text) of one request; `body` a dict (sent as JSON) or bytes."""
     host, port = url.removeprefix("http://").split(":")
     connection = http.client.HTTPConnection(host, int(port), timeout=timeout)
     try:
         data = body if body is None or isinstance(body, bytes) else json.dumps(body).encode()
-        connection.request(method, path, data, {"Content-Type": "application/json"} if data is not None else {})
+        connection.request(method, path, data, {"Content-Type": content_type} if data is not None else {})
         response = connection.getresponse()
         text = response.read().decode("utf-8", "replace")
     finally:
@@ -69,4 +76,4 @@ def call(url, method, path, body=None, timeout=120):
 
 def _tail(path, characters=4000):
     with open(path, encoding="utf-8", errors="replace") as f:
-        return f.read()[-characters:]
+        return f.read()[-characters:] if characters else f.read()

@@ -60,9 +60,16 @@ def served(tmp_path_factory):
     config.write_text('model_config_list { config { name: "versioned" base_path: "%s" model_platform: "tensorflow" '
                       'model_version_policy { all {} } version_labels { key: "stable" value: 1 } '
                       'version_labels { key: "canary" value: 2 } } }' % (folder / "classifier"))
+    (folder / "log").mkdir()
     with running_server([*arguments[1:], "--model-config-file", str(config), "--max-batch-size", "16"],
-                        str(folder)) as (url, process):
+                        str(folder / "log")) as (url, process):
         yield url, expected, folder
+
+
+def _log(folder):
+    """The log of the `served` fixture's server."""
+    (path,) = (folder / "log").iterdir()
+    return path.read_text(encoding="utf-8")
 
 
 def TextClassifierVersion2():
@@ -142,9 +149,10 @@ def test_versions_labels_and_tf_servings_model_status(served):
 
 
 def test_health_readiness_and_prometheus_metrics(served):
-    url, _, _ = served
+    url, _, folder = served
     assert call(url, "GET", "/v2/health/live")[0] == 200
-    assert call(url, "GET", "/v2/health/ready")[0] == 200
+    assert call(url, "GET", "/v2/health/ready") == (200, {"ready": True})
+    assert "Loaded embedder version 1 from" in _log(folder) and "float32 weights, TensorFlow on the CPU" in _log(folder)
     assert call(url, "GET", "/v2/models/embedder/ready")[0] == 200
     call(url, "POST", "/v1/models/embedder:predict", {"instances": ["good film"]})
     status, metrics = call(url, "GET", "/metrics")
@@ -170,6 +178,42 @@ def test_every_bad_request_gets_a_400_that_names_it_and_the_server_keeps_serving
     _check({"embeddings": answer["predictions"]}, expected["embedder"], "after a bad request")
 
 
+def test_no_request_unloads_a_model_and_readiness_stays_true_while_every_model_serves(served):
+    url, expected, _ = served
+    for action in ("unload", "load"):
+        status, answer = call(url, "POST", f"/v2/repository/models/embedder/{action}")
+        assert status == 404 and "does not load or unload models" in answer["error"], answer
+    assert call(url, "GET", "/v2/health/ready") == (200, {"ready": True})
+    status, answer = call(url, "POST", "/v1/models/embedder:predict", {"instances": TEXTS})
+    assert status == 200
+    _check({"embeddings": answer["predictions"]}, expected["embedder"], "after an unload request")
+
+
+def test_an_unknown_model_is_a_404_naming_what_is_served_and_one_info_line(served):
+    url, _, folder = served
+    for _ in range(3):
+        status, answer = call(url, "POST", "/v1/models/absent:predict", {"instances": ["a"]})
+        assert status == 404 and "This server serves" in answer["error"] and "versioned (versions 1, 2)" in \
+            answer["error"], answer
+    lines = [line for line in _log(folder).splitlines() if "absent" in line]
+    assert len(lines) == 3 and all(" INFO 404 POST /v1/models/absent:predict: " in line for line in lines), lines
+    assert "Traceback" not in _log(folder)
+
+
+def test_another_method_on_a_predict_route_is_405(served):
+    url, _, _ = served
+    for method, path in [("GET", "/v1/models/embedder:predict"), ("PUT", "/v1/models/versioned/versions/1:predict"),
+                         ("GET", "/v2/models/embedder/infer")]:
+        status, answer = call(url, method, path)
+        assert status == 405 and "takes POST" in answer["error"], (method, path, answer)
+
+
+def test_deeply_nested_json_sent_as_text_is_a_400(served):
+    url, _, _ = served
+    status, answer = call(url, "POST", "/v1/models/embedder:predict", b"[" * 100_000, content_type="text/plain")
+    assert status == 400 and "nested too deeply" in answer["error"], answer
+
+
 def test_a_bad_open_inference_body_gets_a_400_in_tf_servings_error_shape(served):
     url, _, _ = served
     status, answer = call(url, "POST", "/v2/models/embedder/infer", {"inputs": [{"name": "text"}]})
@@ -180,7 +224,7 @@ def test_a_bad_open_inference_body_gets_a_400_in_tf_servings_error_shape(served)
 
 
 def test_a_client_that_disconnects_mid_request_leaves_the_server_serving(served):
-    url, expected, _ = served
+    url, expected, folder = served
     port = int(url.rsplit(":", 1)[1])
     body = json.dumps({"instances": ["good film"] * 1000}).encode()
     for cut in (len(body) // 2, len(body)):  # mid-body, and after the body before the answer
@@ -191,6 +235,7 @@ def test_a_client_that_disconnects_mid_request_leaves_the_server_serving(served)
     status, answer = call(url, "POST", "/v1/models/embedder:predict", {"instances": TEXTS})
     assert status == 200
     _check({"embeddings": answer["predictions"]}, expected["embedder"], "after a disconnect")
+    assert f"the client left after {len(body) // 2:,} bytes of its body." in _log(folder)
 
 
 def test_batching_serves_concurrent_clients_faster_and_sigterm_drains_the_requests_in_flight(served):

@@ -45,11 +45,40 @@ def atomic_path(path):
         yield tmp
         # mkstemp makes the file private (0600); give it the mode an open() would have.
         os.chmod(tmp, os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o666 & ~_umask())
+        _fsync(tmp)  # the bytes are on disk before the name points at them: a crash leaves the old file or the new
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def default_mode(path):
+    """Gives `path` the mode that `open()` or `os.makedirs` would have given it under the
+    process's umask (0644 for a file, 0755 for a folder under the usual 022): for what private
+    temporary names made (`tempfile.mkdtemp` folders are 0700, `mkstemp` files and safetensors'
+    `save_file` 0600), so that a server running as another user (TF Serving) can read it.
+
+    Example:
+        ```python
+        import os, stat, tempfile
+        from keras_bert_lib.atomic_write import default_mode
+        folder = tempfile.mkdtemp()   # 0700
+        default_mode(folder)          # 0755 under umask 022
+        mask = os.umask(0)
+        os.umask(mask)
+        assert stat.S_IMODE(os.stat(folder).st_mode) == 0o777 & ~mask
+        ```
+    """
+    os.chmod(path, (0o777 if os.path.isdir(path) else 0o666) & ~_umask())
+
+
+def _fsync(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _umask():

@@ -20,6 +20,8 @@ import urllib.error
 import urllib.request
 import zipfile
 
+from keras_bert_lib.atomic_write import default_mode
+
 _GOOGLE = "https://storage.googleapis.com/bert_models/"
 # The 24 small BERTs (2020); their L-12/H-768 is BERT-Base, kept at its 2018 address below.
 _SMALL = [(layers, width) for layers in (2, 4, 6, 8, 10, 12) for width in (128, 256, 512, 768)
@@ -106,6 +108,7 @@ def fetch_archive(url, sha256=None, timeout=60):
         os.remove(archive)
         raise ValueError(f"{url}: the archive is corrupt or holds no checkpoint ({e}); it was deleted from the "
                          "cache: run the same call again to download it afresh.") from None
+    default_mode(staging)  # mkdtemp's 0700: others on the machine share the cache
     os.replace(staging, unpacked)  # whole, or not at all
     os.remove(archive)  # the unpacked folder is what is kept
     return _checkpoint_folder(unpacked, url)

@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 
+from keras_bert_lib.atomic_write import default_mode
 from keras_bert_lib.config import EncoderConfig
 
 
@@ -57,6 +58,7 @@ def write(tensors, config, folder, architecture, extra_config=None):
 
     save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()},
               os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
+    default_mode(os.path.join(folder, "model.safetensors"))  # save_file makes it 0600
     data = json.loads(config.to_hf_json())
     data["architectures"] = [architecture]
     data.update(extra_config or {})

@@ -7,6 +7,7 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_lib.atomic_write import default_mode
 from keras_bert_lib.export.signatures import ServingModule
 
 
@@ -57,6 +58,7 @@ def export_saved_model(model, base_dir, preprocessor=None, version=1, pair=None)
     staging = tempfile.mkdtemp(dir=os.fspath(base_dir), prefix=f".{version}-")
     try:
         tf.saved_model.save(module, staging, signatures=module.signatures())
+        default_mode(staging)  # mkdtemp's 0700 would keep TF Serving, running as another user, out
         os.replace(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

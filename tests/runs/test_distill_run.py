@@ -6,13 +6,11 @@ fine-tuning's, tested there; this mean-pooling student has none, as its teacher.
 
 import csv
 import json
-import os
 
 import numpy as np
 import pytest
 
 from keras_bert_lib.cli import main
-
 from tests.runs.conftest import REVIEWS
 
 pytestmark = pytest.mark.xdist_group("minilm_classify")  # the teacher is conftest's MiniLM run

@@ -29,7 +29,8 @@ def _squad_file(path, sentences, skew=0):
         anchor = next(k for k in range(len(s["tokens"]) - 1) if s["tokens"].count(s["tokens"][k]) == 1)
         answer = s["tokens"][anchor + 1]
         start = len(" ".join(s["tokens"][:anchor + 1])) + 1 + skew * (i == 0)
-        paragraphs.append({"context": context, "qas": [{"id": f"q{i}", "question": f"What comes after {s['tokens'][anchor]}?",
+        question = f"What comes after {s['tokens'][anchor]}?"
+        paragraphs.append({"context": context, "qas": [{"id": f"q{i}", "question": question,
                                                         "answers": [{"text": answer, "answer_start": start}]}]})
     path.write_text(json.dumps({"version": "1.1", "data": [{"title": "brown", "paragraphs": paragraphs}]}))
     return str(path)

@@ -32,7 +32,9 @@ def _config_class(path):
     import tomllib
 
     recipe = tomllib.loads(path.read_text())
-    return TASKS[recipe["config"]["task"]].config_class if recipe["command"] == "finetune" else CONFIGS[recipe["command"]]
+    if recipe["command"] == "finetune":
+        return TASKS[recipe["config"]["task"]].config_class
+    return CONFIGS[recipe["command"]]
 
 
 def test_the_published_settings_are_all_there():

@@ -8,6 +8,8 @@ import dataclasses
 import json
 import os
 
+from keras_bert_lib.file_checks import read_json
+
 # Our activation names. "gelu" is the exact erf form (Devlin et al.; HuggingFace's "gelu");
 # "gelu_tanh" is the tanh approximation (Google's modeling.py "gelu", HuggingFace's "gelu_new").
 ACTIVATIONS = ("gelu", "gelu_tanh", "relu")
@@ -306,8 +308,7 @@ def _read_json(text_or_path) -> dict:
     if isinstance(text_or_path, dict):
         return text_or_path
     if isinstance(text_or_path, (str, os.PathLike)) and os.path.isfile(text_or_path):
-        with open(text_or_path, encoding="utf-8") as f:
-            return json.load(f)
+        return read_json(text_or_path)
     return json.loads(text_or_path)
 
 

@@ -2,6 +2,7 @@
 
 import hashlib
 import io
+import json
 import os
 import tempfile
 
@@ -57,6 +58,29 @@ def open_text(path, newline=None):
         return io.StringIO(data.decode("utf-8-sig"), newline=newline)
     except UnicodeDecodeError:
         raise not_utf8_error(path) from None
+
+
+def read_json(path):
+    """The JSON in file `path`; a file that is not JSON (cut short by a crash, edited by hand)
+    raises a ValueError in one line that names it, instead of the decoder's line and column alone.
+
+    Example:
+        ```python
+        import os, tempfile
+        from keras_bert_lib.file_checks import read_json
+        path = os.path.join(tempfile.mkdtemp(), "config.json")
+        open(path, "w").write('{"hidden_size": 8')
+        try:
+            read_json(path)
+        except ValueError as e:
+            print(e)   # .../config.json is not JSON (Expecting ',' delimiter: ...): restore it, or write it again.
+        ```
+    """
+    with open(path, encoding="utf-8") as f:
+        try:
+            return json.load(f)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise ValueError(f"{path} is not JSON ({e}): restore it, or write it again.") from None
 
 
 def check_utf8(paths):

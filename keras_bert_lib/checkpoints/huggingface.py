@@ -6,7 +6,9 @@ import os
 import numpy as np
 
 from keras_bert_lib.atomic_write import default_mode
+from keras_bert_lib.checkpoints.lazy_tensors import LazyTensors
 from keras_bert_lib.config import EncoderConfig
+from keras_bert_lib.file_checks import read_json
 
 
 def find(path):
@@ -37,18 +39,23 @@ def find(path):
 
 
 def read(config_file, weights_file):
-    """(EncoderConfig, model_type, {name: array}) of a HuggingFace checkpoint."""
-    from safetensors import SafetensorError
-    from safetensors.numpy import load_file
+    """(EncoderConfig, model_type, {name: array}) of a HuggingFace checkpoint; the arrays are read
+    from the file as they are used (`LazyTensors`: the header gives the names and shapes)."""
+    from safetensors import SafetensorError, safe_open
 
-    with open(config_file, encoding="utf-8") as f:
-        raw = json.load(f)
+    raw = read_json(config_file)
     config = EncoderConfig.from_hf_json(raw)
     try:
-        tensors = load_file(weights_file)
+        with safe_open(weights_file, framework="np") as f:
+            shapes = {name: f.get_slice(name).get_shape() for name in f.keys()}
     except (SafetensorError, OSError, ValueError) as e:
         raise ValueError(f"{weights_file} is not a readable safetensors file (truncated or corrupt?): {e}") from None
-    return config, raw["model_type"], tensors
+
+    def load(name):
+        with safe_open(weights_file, framework="np") as f:
+            return f.get_tensor(name)
+
+    return config, raw["model_type"], LazyTensors(shapes, load)
 
 
 def write(tensors, config, folder, architecture, extra_config=None):

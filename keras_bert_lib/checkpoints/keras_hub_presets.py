@@ -9,13 +9,13 @@ ALBERT use the tanh GELU, so the encoder has `hidden_act="gelu_tanh"` and comput
 computes. keras-hub is needed only here: `pip install "keras-bert-lib[keras-hub]"`.
 """
 
-import json
 import os
 import re
 
 import numpy as np
 
 from keras_bert_lib.config import EncoderConfig
+from keras_bert_lib.file_checks import read_json
 
 # keras-hub backbone class -> our model type.
 BACKBONES = {"BertBackbone": "bert", "AlbertBackbone": "albert"}
@@ -25,11 +25,6 @@ PRESET_FILES = ("config.json", "model.weights.h5", "metadata.json", "tokenizer.j
 REQUIRED_FILES = ("config.json", "model.weights.h5")
 VOCABULARY = os.path.join("assets", "tokenizer", "vocabulary.txt")
 _PRESET_NAME = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$")
-
-
-def _read_json(path):
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
 
 
 def is_preset_folder(path):
@@ -45,7 +40,7 @@ def is_preset_folder(path):
     config = os.path.join(os.fspath(path), "config.json")
     if not os.path.isfile(config):
         return False
-    data = _read_json(config)
+    data = read_json(config)
     return isinstance(data, dict) and str(data.get("registered_name", "")).startswith("keras_hub>")
 
 
@@ -215,7 +210,7 @@ def read(folder):
         ```
     """
     keras_hub = _keras_hub(folder)
-    config, model_type = encoder_config(_read_json(os.path.join(folder, "config.json")))
+    config, model_type = encoder_config(read_json(os.path.join(folder, "config.json")))
     backbone = keras_hub.models.Backbone.from_preset(folder)
     return config, model_type, backbone_tensors(backbone)
 
@@ -235,5 +230,5 @@ def tokenizer_settings(folder):
     settings = os.path.join(folder, "tokenizer.json")
     if not os.path.isfile(vocabulary):
         return None
-    config = _read_json(settings)["config"] if os.path.isfile(settings) else {}
+    config = read_json(settings)["config"] if os.path.isfile(settings) else {}
     return vocabulary, config.get("lowercase"), config.get("strip_accents")

@@ -1,12 +1,12 @@
 """load_preprocessor: the BertPreprocessor a checkpoint folder's own vocabulary and casing make."""
 
-import json
 import os
 import re
 
 from keras_bert_lib.checkpoints import keras_hub_presets
 from keras_bert_lib.checkpoints.hub import resolve_checkpoint
 from keras_bert_lib.config import EncoderConfig
+from keras_bert_lib.file_checks import read_json
 from keras_bert_lib.text.preprocessor import BertPreprocessor
 from keras_bert_lib.text.wordpiece_tokenizer import WordPieceTokenizer
 
@@ -17,21 +17,16 @@ _NOT_WORDPIECE = {
 }
 
 
-def _read_json(path):
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
-
-
 def _casing(folder):
     """(lowercase, strip_accents, where it was read) from the folder's files or name, or None."""
     config = os.path.join(folder, "tokenizer_config.json")
     if os.path.isfile(config):
-        data = _read_json(config)
+        data = read_json(config)
         if "do_lower_case" in data:
             return bool(data["do_lower_case"]), data.get("strip_accents"), "tokenizer_config.json"
     fast = os.path.join(folder, "tokenizer.json")
     if os.path.isfile(fast):
-        normalizer = _read_json(fast).get("normalizer") or {}
+        normalizer = read_json(fast).get("normalizer") or {}
         if normalizer.get("type") == "BertNormalizer":
             return bool(normalizer.get("lowercase")), normalizer.get("strip_accents"), "tokenizer.json"
     name = os.path.basename(os.path.abspath(folder)).lower()
@@ -46,10 +41,10 @@ def _encoder_config(folder):
     """(EncoderConfig, model_type) from config.json or bert_config.json, or (None, None)."""
     hf = os.path.join(folder, "config.json")
     if keras_hub_presets.is_preset_folder(folder):
-        config, model_type = keras_hub_presets.encoder_config(_read_json(hf))
+        config, model_type = keras_hub_presets.encoder_config(read_json(hf))
         return (None if model_type in _NOT_WORDPIECE else config), model_type
     if os.path.isfile(hf):
-        data = _read_json(hf)
+        data = read_json(hf)
         model_type = data.get("model_type")
         if model_type in _NOT_WORDPIECE:
             return None, model_type

@@ -89,3 +89,36 @@ def test_factories_load_their_own_shape_and_refuse_another(hf_folder):
              "padding_mask": np.ones((1, 3), "int32")}
     np.testing.assert_array_equal(encoder.predict_on_batch(batch)["pooled_output"],
                                   reference.predict_on_batch(batch)["pooled_output"])
+
+
+def test_a_config_far_larger_than_its_file_is_refused_before_anything_is_allocated(hf_folder):
+    config = json.loads((hf_folder / "config.json").read_text())
+    (hf_folder / "config.json").write_text(json.dumps({**config, "vocab_size": 10**9}))
+    with pytest.raises(CheckpointError, match=r"its config describes an encoder of 128,000,\d{3},\d{3} weights "
+                                              r"\(vocab_size 1,000,000,000, hidden_size 128, 2 layers\), but the file "
+                                              r"holds 423,\d{3} values in all"):
+        load_checkpoint(hf_folder)
+
+
+def test_an_unknown_tensor_is_named_from_the_header_without_being_read(hf_folder):
+    """A 3.2 GB tensor that no weight takes: the safetensors header names it; its bytes (a sparse
+    file here) are never read, so the refusal costs no memory."""
+    import resource
+    import struct
+
+    path = hf_folder / "model.safetensors"
+    data = path.read_bytes()
+    (size,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + size])
+    end = max(entry["data_offsets"][1] for name, entry in header.items() if name != "__metadata__")
+    header["encoder.layer.0.huge.weight"] = {"dtype": "F32", "shape": [800_000_000],
+                                             "data_offsets": [end, end + 3_200_000_000]}
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + data[8 + size:8 + size + end])
+        f.truncate(8 + len(text) + end + 3_200_000_000)  # sparse: no disk, and no memory unless read
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(CheckpointError, match=r"unknown tensor encoder.layer.0.huge.weight \(800000000,\)"):
+        load_checkpoint(hf_folder)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 1_000_000  # KiB: far under 3.2 GB

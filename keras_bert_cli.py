@@ -214,7 +214,8 @@ def add_config_flags(parser, config_class, skip=()):
         default = field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
         choices = field.metadata.get("choices")
         shown = "none" if default is None else json.dumps(default)  # what the flag takes for None
-        text = field.metadata.get("help", "") + f" (default: {shown})"
+        within = f"; within {field.metadata['within']}" if "within" in field.metadata else ""
+        text = field.metadata.get("help", "") + within + f" (default: {shown})"
         if field.name == "corpus":
             parser.add_argument(flag, nargs="+", metavar="FILE", default=argparse.SUPPRESS, help=text)
         elif field.name == "student_layers":

@@ -45,7 +45,7 @@ def atomic_path(path):
         yield tmp
         # mkstemp makes the file private (0600); give it the mode an open() would have.
         os.chmod(tmp, os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o666 & ~_umask())
-        _fsync(tmp)  # the bytes are on disk before the name points at them: a crash leaves the old file or the new
+        fsync_file(tmp)  # the bytes are on disk before the name points at them: a crash leaves the old file or the new
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -73,7 +73,19 @@ def default_mode(path):
     os.chmod(path, (0o777 if os.path.isdir(path) else 0o666) & ~_umask())
 
 
-def _fsync(path):
+def fsync_file(path):
+    """Waits until `path`'s bytes are on disk, not only in the page cache (before a rename that
+    publishes it: a crash then leaves the old name or the whole new file).
+
+    Example:
+        ```python
+        import os, tempfile
+        from keras_bert_lib.atomic_write import fsync_file
+        path = os.path.join(tempfile.mkdtemp(), "a.txt")
+        open(path, "w").write("a")
+        fsync_file(path)
+        ```
+    """
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -59,9 +59,9 @@ def test_a_bad_setting_names_its_own_flag(capsys, tmp_path):
             "--output-dir", str(tmp_path / "run")]
     assert main([*argv, "--epochs", "0"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == "keras-bert finetune: epochs=0 (--epochs) must be at least 1."
+    assert err == "keras-bert finetune: --epochs 0 must be at least 1."
     assert main([*argv, "--batch-size", "-2"]) == 2
-    assert capsys.readouterr().err.strip() == "keras-bert finetune: batch_size=-2 (--batch-size) must be at least 1."
+    assert capsys.readouterr().err.strip() == "keras-bert finetune: --batch-size -2 must be at least 1."
     assert not (tmp_path / "run").exists()
 
 
@@ -103,7 +103,7 @@ def test_pretraining_on_a_corpus_that_is_not_utf8_writes_nothing(capsys, tmp_pat
     corpus = _latin1(tmp_path / "corpus.txt", ["A first sentence.", "", "Une phrase en français."])
     out = tmp_path / "run"
     assert main(["pretrain", "--corpus", corpus, "--output-dir", str(out), "--steps", "2",
-                 "--steps-per-epoch", "1"]) == 2
+                 "--steps-per-epoch", "1", "--warmup-steps", "1"]) == 2
     assert f"{corpus}, line 3: not UTF-8" in capsys.readouterr().err
     assert not out.exists()
 

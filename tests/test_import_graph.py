@@ -12,7 +12,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "keras_bert_lib"
 # Lowest first. A module may import modules of its own rank or below, never above. The order is
 # the one docs/design.md draws.
 RANKS = {
-    "atomic_write": 0, "backend_check": 0, "file_checks": 0, "progress": 0, "compile_path": 0, "config": 0,
+    "atomic_write": 0, "backend_check": 0, "file_checks": 0, "output_lock": 0, "progress": 0, "compile_path": 0,
+    "config": 0,
     "layers": 0, "metrics": 0,
     "heads": 1,
     "checkpoints": 2,

@@ -9,6 +9,7 @@ import csv
 import dataclasses
 import json
 import os
+import sys
 
 from keras_bert_lib.file_checks import open_text
 
@@ -68,9 +69,14 @@ def _rows(path):
                     rows.append((line, row))
             columns = list(dict.fromkeys(k for _, row in rows for k in row))
             return rows, columns
+        csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # a long document is a text too; the model cuts it
         reader = csv.DictReader(f, delimiter="\t" if kind == "tsv" else ",",
                                 quoting=csv.QUOTE_NONE if kind == "tsv" else csv.QUOTE_MINIMAL)
-        rows = [(reader.line_num, row) for row in reader]
+        try:
+            rows = [(reader.line_num, row) for row in reader]
+        except csv.Error as e:
+            raise ValueError(f"{path}, line {reader.line_num}: not {kind.upper()} ({e}); fix the file (a quote left "
+                             "open is the usual cause).") from None
         return rows, list(reader.fieldnames or [])
 
 

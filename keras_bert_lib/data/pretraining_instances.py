@@ -49,6 +49,40 @@ def read_documents(paths):
     return [d for d in documents if d]
 
 
+def check_documents(paths, eval_fraction):
+    """Raises a ValueError, before anything is read whole or written, if the corpus `paths`
+    (`read_documents`' formats) hold too few documents to pre-train on: the held-out ones
+    (`eval_fraction` of them, at least two) and two to train on (next-sentence prediction draws
+    its random sentence from another document). Streams the files, counting.
+
+    Example:
+        ```python
+        import os, tempfile
+        from keras_bert_lib.data.pretraining_instances import check_documents
+        path = os.path.join(tempfile.mkdtemp(), "corpus.txt")
+        open(path, "w").write("\n\n".join(f"Document {i}." for i in range(4)))
+        check_documents([path], eval_fraction=0.05)   # 4 documents: 2 held out, 2 to train on
+        ```
+    """
+    count = 0
+    for path in paths:
+        with open(path, encoding="utf-8-sig") as f:
+            if str(path).endswith(".jsonl"):
+                count += sum(1 for line in f if line.strip())
+                continue
+            inside = False
+            for line in f:
+                count += bool(line.strip()) and not inside
+                inside = bool(line.strip())
+    held_out = max(2, int(count * eval_fraction))
+    if count - held_out < 2:
+        documents = f"{count} document{'' if count == 1 else 's'}"
+        raise ValueError(f"{', '.join(map(str, paths))} hold{'s' if len(paths) == 1 else ''} {documents}; pre-training "
+                         f"needs at least {held_out + 2}: {held_out} held out (--eval-fraction) and 2 to train on, as "
+                         "next-sentence prediction draws from another document. Separate documents with a blank "
+                         "line, or give one per line in a .jsonl file.")
+
+
 def tokenize_documents(documents, tokenizer, batch_size=4096, verbose=True):
     """Each sentence → a numpy array of WordPiece ids (no special tokens), with a progress bar.
 

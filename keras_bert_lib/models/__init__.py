@@ -22,6 +22,7 @@ from keras_bert_lib.models.factories import (
     roberta_base,
 )
 from keras_bert_lib.models.masked_lm_distiller import MaskedLMDistiller
+from keras_bert_lib.models.model_file import save_model_file
 from keras_bert_lib.models.pretrainer import BertPretrainer
 from keras_bert_lib.models.sentence_embedder import InBatchNegativesLoss, SentenceEmbedder
 from keras_bert_lib.models.span_question_answerer import SpanQuestionAnswerer
@@ -48,6 +49,7 @@ __all__ = [
     "encoder_from_keras_hub",
     "load_checkpoint",
     "save_checkpoint",
+    "save_model_file",
     "with_dtype",
     "bert_tiny",
     "bert_mini",

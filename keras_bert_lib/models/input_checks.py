@@ -92,8 +92,9 @@ class ChecksInputs:
     `fit` and `train_on_batch` also build the optimizer's slots before the first step is traced:
     on TensorFlow without a strategy Keras builds them inside that trace, and the new variables
     make TensorFlow trace the whole step twice (10 of the 20 s of MiniLM's first step here).
-    And a `.keras` file of a compiled model loads compiled, with its optimizer's state: Keras skips
-    `compile_from_config` for models that define their own `compile`, as ours do.
+    And a `.keras` file of a compiled model loads compiled, with its optimizer's state where the
+    file holds it (`models.save_model_file` leaves it out): Keras skips `compile_from_config` for models
+    that define their own `compile`, as ours do.
 
     Example:
         ```python
@@ -126,9 +127,18 @@ class ChecksInputs:
             with self.distribute_strategy.scope():
                 optimizer.build(self.trainable_variables)
 
+    def get_compile_config(self):
+        config = super().get_compile_config()
+        optimizer = getattr(self, "optimizer", None)
+        if config is not None:  # whether the file holds the optimizer's slots, for compile_from_config
+            config = {**config, "optimizer_built": bool(optimizer is not None and optimizer.built)}
+        return config
+
     def compile_from_config(self, config):
+        config = dict(config)
+        built = config.pop("optimizer_built", True)
         self.compile(**keras.saving.deserialize_keras_object(config))
-        if self.built:
+        if self.built and built:  # the file's slots load into it
             self.optimizer.build(self.trainable_variables)
 
     def __call__(self, inputs, *args, **kwargs):

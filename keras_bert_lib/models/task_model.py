@@ -163,7 +163,11 @@ class TaskModel(ChecksInputs, keras.Model):
 
     def _ids(self, x):
         """The id dict for `x`: a dict is kept; texts go through the preprocessor."""
-        if x is None or isinstance(x, dict):
+        if x is None:
+            raise ValueError(f"{type(self).__name__} got None; pass texts (a string, a list of them, or a tuple "
+                             "(first, second) of them for pairs), a tf.data.Dataset of them, or the id dict "
+                             "(token_ids, segment_ids, padding_mask).")
+        if isinstance(x, dict):
             return x
         if is_tf_dataset(x) and self.preprocessor is None and not any(
                 getattr(s.dtype, "name", None) == "string" for s in keras.tree.flatten(x.element_spec)):

@@ -1,5 +1,7 @@
 """TextClassifier: one text or a sentence pair → class logits (BERT §4.1, GLUE)."""
 
+import numbers
+
 import keras
 import numpy as np
 
@@ -53,6 +55,9 @@ class TextClassifier(TaskModel):
 
     def __init__(self, encoder, num_classes, preprocessor=None, dropout=0.1, pooling="cls", class_names=None,
                  trainable_blocks=None, **kwargs):
+        if isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral) or num_classes < 1:
+            raise ValueError(f"num_classes={num_classes!r}: the number of classes is a positive integer (1 for a "
+                             "regression).")
         if class_names is not None and len(class_names) != num_classes:
             raise ValueError(f"{len(class_names)} class_names for num_classes={num_classes}.")
         dtype = HEAD_DTYPE

@@ -10,24 +10,28 @@ labels are enough. The loop, resuming, curves, report and exports are fine-tunin
 
 import dataclasses
 import io
-import json
 import os
 
 import keras
 import numpy as np
 
 import keras_bert_lib.text  # noqa: F401  registers the preprocessor that a teacher's file names
-from keras_bert_lib.backend_check import require_tensorflow_for
 from keras_bert_lib.atomic_write import atomic_write_text
+from keras_bert_lib.backend_check import require_tensorflow_for
 from keras_bert_lib.data import read_examples, text_batches
 from keras_bert_lib.metrics import classification_metrics
-from keras_bert_lib.models import (DistillationLoss, TextClassifier, distillation_targets, load_checkpoint,
-                                   student_from_teacher)
+from keras_bert_lib.models import (
+    DistillationLoss,
+    TextClassifier,
+    distillation_targets,
+    load_checkpoint,
+    student_from_teacher,
+)
 from keras_bert_lib.models.student import check_layers
 from keras_bert_lib.progress import progress_verbose
 from keras_bert_lib.runs.finetune import save_run_model
 from keras_bert_lib.training.epoch_config import EpochConfig
-from keras_bert_lib.training.loop import option, prepare_output_dir, train
+from keras_bert_lib.training.loop import option, prepare_output_dir, run_lock, train, write_report
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,7 +59,7 @@ class DistillConfig(EpochConfig):
                                                   "checkpoint folder (e.g. the pre-trained encoder the teacher "
                                                   "was fine-tuned from) instead of the teacher; 'none': the "
                                                   "teacher's, with its classification head", input_path=True)
-    dropout: float = option(0.1, "dropout before the student's classification head")
+    dropout: float = option(0.1, "dropout before the student's classification head", within="[0, 1)")
     temperature: float = option(2.0, "softmax temperature T of the teacher's and the student's logits "
                                      "(DistilBERT: 2)")
     alpha: float = option(0.5, "weight of the soft targets where a text has a label, 1 - alpha on the label "
@@ -157,6 +161,11 @@ def run_distillation(config: DistillConfig):
                          "start it from the checkpoint the teacher was fine-tuned from (or from the teacher).")
     layers = check_layers(config.student_layers, base.config.num_hidden_layers)
     loop = config.resolved(len(train_set), config.train)
+    with run_lock(config.output_dir):
+        return _distil(config, loop, teacher, base, layers, names, train_set, validation, train_ids, validation_ids)
+
+
+def _distil(config, loop, teacher, base, layers, names, train_set, validation, train_ids, validation_ids):
     finished = prepare_output_dir(config)
     if finished is not None:
         return finished
@@ -187,5 +196,5 @@ def run_distillation(config: DistillConfig):
               "baselines": {"majority class": majority}, "steps": loop.steps, "train_examples": len(train_set),
               "labelled_train_examples": int(np.sum(train_ids >= 0)), "validation_examples": len(validation)}
     save_run_model(config.output_dir, model, preprocessor)
-    atomic_write_text(os.path.join(config.output_dir, "report.json"), json.dumps(report, indent=2))
+    write_report(config.output_dir, report)
     return report

@@ -17,10 +17,10 @@ from keras_bert_lib.atomic_write import atomic_write_text
 from keras_bert_lib.checkpoints import read_checkpoint
 from keras_bert_lib.checkpoints.hub import hub_id, resolve_checkpoint
 from keras_bert_lib.compile_path import choose_training_dtype
-from keras_bert_lib.models import load_checkpoint, save_checkpoint
+from keras_bert_lib.models import load_checkpoint, save_checkpoint, save_model_file
 from keras_bert_lib.tasks import FinetuneConfig, get_task
 from keras_bert_lib.text import load_preprocessor, write_vocabulary
-from keras_bert_lib.training.loop import held_out_cut, prepare_output_dir, train
+from keras_bert_lib.training.loop import held_out_cut, prepare_output_dir, run_lock, train, write_report
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +39,8 @@ def finetune_config(task, **fields):
     names = {f.name for f in dataclasses.fields(config_class)}
     unknown = sorted(set(fields) - names)
     if unknown:
-        raise ValueError(f"finetune {task} has no setting {', '.join(unknown)}; its settings: {', '.join(sorted(names))}.")
+        raise ValueError(f"finetune {task} has no setting {', '.join(unknown)}; its settings: "
+                         f"{', '.join(sorted(names))}.")
     return config_class(**{**fields, "task": task})
 
 
@@ -80,6 +81,11 @@ def run_finetuning(config: FinetuneConfig):
     task = task_class(config, preprocessor)  # reads and checks its files
     # Resolved before anything is written: a steps_per_epoch that does not divide the steps fails here.
     loop = config.resolved(task.train_size, config.train or getattr(config, "tfds", None))
+    with run_lock(config.output_dir):
+        return _finetune(config, task, preprocessor, loop)
+
+
+def _finetune(config, task, preprocessor, loop):
     finished = prepare_output_dir(config)
     if finished is not None:
         return finished
@@ -94,14 +100,14 @@ def run_finetuning(config: FinetuneConfig):
     report = {"held_out": held_out, "baselines": task.baselines, "steps": loop.steps,
               "train_examples": task.train_examples, "validation_examples": task.validation_examples}
     save_run_model(config.output_dir, model, preprocessor)
-    atomic_write_text(os.path.join(config.output_dir, "report.json"), json.dumps(report, indent=2))
+    write_report(config.output_dir, report)
     return report
 
 
 def save_run_model(output_dir, model, preprocessor):
     """A run's `model.keras` (the preprocessor inside, so it takes raw strings; written whole or
-    not at all) and, where HuggingFace has its class, the HuggingFace checkpoint under `export/`
-    with `vocab.txt` and `tokenizer_config.json`.
+    not at all; without the optimizer's state, `save_model_file`) and, where HuggingFace has its
+    class, the HuggingFace checkpoint under `export/` with `vocab.txt` and `tokenizer_config.json`.
 
     Example:
         ```python
@@ -109,9 +115,7 @@ def save_run_model(output_dir, model, preprocessor):
         # save_run_model("runs/mine", classifier, classifier.preprocessor)
         ```
     """
-    partial = os.path.join(output_dir, "partial-model.keras")
-    model.save(partial)
-    os.replace(partial, os.path.join(output_dir, "model.keras"))
+    save_model_file(model, os.path.join(output_dir, "model.keras"))
     export = os.path.join(output_dir, "export")
     try:
         save_checkpoint(model, export, format="hf")

@@ -13,10 +13,11 @@ import os
 from keras_bert_lib.atomic_write import atomic_write_text
 from keras_bert_lib.config import PRESETS
 from keras_bert_lib.data import build_pretraining_datasets
+from keras_bert_lib.data.pretraining_instances import check_documents
 from keras_bert_lib.file_checks import check_utf8
-from keras_bert_lib.models import BertPretrainer, build_encoder, save_checkpoint
+from keras_bert_lib.models import BertPretrainer, build_encoder, save_checkpoint, save_model_file
 from keras_bert_lib.text import WordPieceTokenizer, build_stdlib_corpus, learn_vocabulary, write_vocabulary
-from keras_bert_lib.training.loop import LoopConfig, option, prepare_output_dir, train
+from keras_bert_lib.training.loop import LoopConfig, option, prepare_output_dir, run_lock, train, write_report
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ class PretrainConfig(LoopConfig):
     steps: int = option(2200, "optimizer steps in all (the paper: 1,000,000)")
     steps_per_epoch: int = option(440, "steps between backups (for resuming), held-out evaluations and "
                                        "points on the curves; must divide steps")
-    learning_rate: float = option(2e-3, "peak learning rate (the paper: 1e-4 at batch 256)")
+    learning_rate: float = option(2e-3, "peak learning rate (the paper: 1e-4 at batch 256)", within="(0, inf)")
     corpus: list = option([], "corpus files: one sentence a line, a blank line between documents "
                               "(Google's format), or .jsonl with a 'text' field; none: Python's "
                               "standard-library docstrings", input_path=True)
@@ -53,15 +54,17 @@ class PretrainConfig(LoopConfig):
     vocab_size: int = option(8000, "largest vocabulary to learn")
     lowercase: bool = option(True, "uncased: lower-case and strip accents")
     preset: str = option("bert_tiny", "encoder shape", choices=tuple(PRESETS))
-    dropout: float | None = option(0.0, "hidden and attention dropout; 'none': the preset's (BERT: 0.1)")
+    dropout: float | None = option(0.0, "hidden and attention dropout; 'none': the preset's (BERT: 0.1)",
+                                   within="[0, 1)")
     attention_dropout: float | None = option(None, "attention-probability dropout alone ('none': as --dropout); "
-                                                   "0 lets training steps run fused attention kernels on GPUs")
+                                                   "0 lets training steps run fused attention kernels on GPUs",
+                                             within="[0, 1)")
     sentence_task: str = option("nsp", "next-sentence (BERT) or sentence-order (ALBERT) prediction",
                                 choices=("nsp", "sop"))
-    max_seq_length: int = option(64, "tokens per instance, [CLS] and [SEP]s included")
+    max_seq_length: int = option(64, "tokens per instance, [CLS] and [SEP]s included", within="[5, inf)")
     max_predictions: int = option(10, "masked positions per instance (P)")
-    masked_lm_prob: float = option(0.15, "share of tokens chosen for masked LM")
-    short_seq_prob: float = option(0.1, "share of instances cut shorter than max_seq_length")
+    masked_lm_prob: float = option(0.15, "share of tokens chosen for masked LM", within="(0, 1]")
+    short_seq_prob: float = option(0.1, "share of instances cut shorter than max_seq_length", within="[0, 1]")
     dupe_factor: int = option(20, "times each document is cut into instances, each time anew")
     whole_word_masking: bool = option(False, "mask every piece of a chosen word")
     max_ngram: int = option(1, "mask n-grams up to this n, P(n) ~ 1/n (ALBERT: 3)")
@@ -71,7 +74,7 @@ class PretrainConfig(LoopConfig):
     compression: str | None = option(None, "static masking's TFRecord compression",
                                      choices=(None, "GZIP", "ZLIB"))
     batch_size: int = option(64, "instances per step (the paper: 256)")
-    eval_fraction: float = option(0.05, "share of documents held out for evaluation")
+    eval_fraction: float = option(0.05, "share of documents held out for evaluation", within="(0, 1)")
     init_checkpoint: str | None = option(None, "a pretrainer's .weights.h5 to start from (a later phase)",
                                          input_path=True)
     # The paper's schedule (Devlin et al., 2019, Appendix A.2):
@@ -111,6 +114,12 @@ def run_pretraining(config: PretrainConfig):
     if missing:
         raise ValueError(f"No such file: {', '.join(missing)}. Nothing was written.")
     check_utf8([*config.corpus, *([config.vocab] if config.vocab else [])])  # before anything is written
+    check_documents(config.corpus, config.eval_fraction)
+    with run_lock(config.output_dir):
+        return _pretrain(config)
+
+
+def _pretrain(config):
     finished = prepare_output_dir(config)
     if finished is not None:
         return finished
@@ -131,8 +140,8 @@ def run_pretraining(config: PretrainConfig):
         num_shards=config.num_shards, compression=config.compression)
 
     def build():
-        pretrainer = BertPretrainer(build_encoder(encoder_config(config, tokenizer.vocabulary_size()), dtype=config.dtype),
-                                    sentence_task=config.sentence_task)
+        encoder = build_encoder(encoder_config(config, tokenizer.vocabulary_size()), dtype=config.dtype)
+        pretrainer = BertPretrainer(encoder, sentence_task=config.sentence_task)
         if config.init_checkpoint:
             try:
                 pretrainer.load_weights(config.init_checkpoint)
@@ -148,17 +157,17 @@ def run_pretraining(config: PretrainConfig):
         "always IsNext": data.baselines["nsp_always_is_next"]})
     report = {"held_out": held_out, "baselines": data.baselines, **data.stats,
               "steps": int(pretrainer.optimizer.iterations.numpy())}
-    for name in ("pretrainer.keras", "pretrainer.weights.h5"):  # whole, or rename, never half written
-        partial = os.path.join(config.output_dir, "partial-" + name)
-        pretrainer.save(partial) if name.endswith(".keras") else pretrainer.save_weights(partial)
-        os.replace(partial, os.path.join(config.output_dir, name))
+    save_model_file(pretrainer, os.path.join(config.output_dir, "pretrainer.keras"))
+    partial = os.path.join(config.output_dir, ".partial-pretrainer.weights.h5")  # a later phase starts from it
+    pretrainer.save_weights(partial)
+    os.replace(partial, os.path.join(config.output_dir, "pretrainer.weights.h5"))
     if config.dtype == "float32":
         export = os.path.join(config.output_dir, "export")
         save_checkpoint(pretrainer, export, format="hf")
         write_vocabulary(tokenizer.vocabulary, os.path.join(export, "vocab.txt"))
         atomic_write_text(os.path.join(export, "tokenizer_config.json"),
                           json.dumps({"do_lower_case": config.lowercase, "tokenizer_class": "BertTokenizer"}))
-    atomic_write_text(os.path.join(config.output_dir, "report.json"), json.dumps(report, indent=2))
+    write_report(config.output_dir, report)
     return report
 
 
@@ -182,7 +191,7 @@ def _run_phases(config):
         init = os.path.join(phase.output_dir, "pretrainer.weights.h5")
         vocab = vocab or os.path.join(phase.output_dir, "vocab.txt")
     report = {**reports[-1], "phases": reports}
-    atomic_write_text(os.path.join(config.output_dir, "report.json"), json.dumps(report, indent=2))
+    write_report(config.output_dir, report)
     return report
 
 

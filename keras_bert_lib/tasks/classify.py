@@ -23,7 +23,7 @@ class ClassifyConfig(TextsConfig):
     """
 
     task: str = task_field("classify")
-    dropout: float = option(0.1, "dropout before the classification head")
+    dropout: float = option(0.1, "dropout before the classification head", within="[0, 1)")
     text_pair_column: str = option("text_pair", "column of the second text of a pair; read when the file has it")
     pooling: str = option("cls", "the [CLS] pooler, or the mean over tokens (models trained for mean pooling "
                                  "such as all-MiniLM-L6-v2)", choices=("cls", "mean"))

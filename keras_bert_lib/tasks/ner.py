@@ -25,7 +25,7 @@ class NerConfig(FinetuneConfig):
     """
 
     task: str = task_field("ner")
-    dropout: float = option(0.1, "dropout before the tagging head")
+    dropout: float = option(0.1, "dropout before the tagging head", within="[0, 1)")
     train: str | None = option(None, "training sentences: CoNLL columns (a word a line, a blank line between "
                                      "sentences) or JSONL with tokens and tags", input_path=True)
     word_column: int = option(0, "the CoNLL column of the word")

@@ -23,7 +23,7 @@ class RerankConfig(TextsConfig):
     """
 
     task: str = task_field("rerank")
-    dropout: float = option(0.1, "dropout before the classification head")
+    dropout: float = option(0.1, "dropout before the classification head", within="[0, 1)")
     text_column: str = option("text", "column of the query")
     text_pair_column: str = option("text_pair", "column of the passage")
     label_column: str = option("label", "column of the label: 1 relevant, 0 not")

@@ -64,7 +64,7 @@ class FinetuneConfig(EpochConfig):
     train: str | None = option(None, "training file", input_path=True)
     validation: str | None = option(None, "validation file, read as the training file is; its numbers go in "
                                           "report.json", input_path=True)
-    max_seq_length: int = option(128, "tokens per text or pair, [CLS] and [SEP]s included")
+    max_seq_length: int = option(128, "tokens per text or pair, [CLS] and [SEP]s included", within="[4, inf)")
     lowercase: bool | None = option(None, "lower-case the text; 'none': as the checkpoint's files say")
     trainable_blocks: int | None = option(None, "train the whole encoder ('none'), its top k blocks (k), or "
                                                 "only the head (0)")

@@ -1,21 +1,26 @@
 """Training callbacks: stop on a NaN/Inf loss while keeping the last good checkpoint; periodic
 checkpoints; a Ctrl-C that Python could not raise still stops training."""
 
+import glob
 import math
 import os
+import shutil
 import signal
 import sys
 import threading
 
 import keras
+import numpy as np
 
 
 class StopOnNonFiniteLoss(keras.callbacks.Callback):
-    """Stops training at the first NaN or Inf loss with a FloatingPointError naming the step.
+    """Stops training at the first NaN or Inf loss with a FloatingPointError naming the step, and
+    before the first step if the model's weights already hold NaN or Inf (a damaged checkpoint:
+    no learning rate fixes that).
 
     Put it first in the callback list: it raises in `on_train_batch_end` before any later
-    callback (BackupAndRestore, ModelCheckpoint) can save the bad weights, so the checkpoints
-    written before stay as they were.
+    callback (the backups, ModelCheckpoint) can save the bad weights, so the checkpoints written
+    before stay as they were.
 
     Example:
         ```python
@@ -28,15 +33,29 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
         super().__init__()
         self.bad_step = None
 
+    def on_train_begin(self, logs=None):
+        weights = [w for w in self.model.weights if "float" in str(w.dtype)]
+        bad = [w.path for w in weights if not np.isfinite(keras.ops.convert_to_numpy(w)).all()]
+        if bad:
+            raise FloatingPointError(
+                f"{len(bad)} of the model's {len(weights)} weights hold NaN or Inf before training ({bad[0]}, ...): "
+                "the checkpoint it starts from is damaged. Start from another checkpoint; no setting fixes this.")
+        self._first = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) + 1
+
     def on_train_batch_end(self, batch, logs=None):
         loss = (logs or {}).get("loss")
         if loss is not None and not math.isfinite(float(loss)):
-            self.bad_step = int(self.model.optimizer.iterations.numpy())
+            self.bad_step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
             self.model.stop_training = True
+            if self.bad_step <= getattr(self, "_first", 1):  # no update of this run came before it
+                raise FloatingPointError(
+                    f"The loss was {loss} at the first step ({self.bad_step}), before any update: the weights or "
+                    "the data, not the learning rate. Check the checkpoint and the data for empty or corrupt "
+                    "examples.")
             raise FloatingPointError(
                 f"The loss became {loss} at step {self.bad_step}; training stopped. The last "
-                "checkpoint written before it is intact: lower the learning rate, check the data "
-                "for empty or corrupt examples, or use mixed_bfloat16 instead of mixed_float16.")
+                "checkpoint written before it is intact: lower the learning rate (--learning-rate), check the "
+                "data for empty or corrupt examples, or use mixed_bfloat16 instead of mixed_float16 (--dtype).")
 
 
 class PeriodicCheckpoints(keras.callbacks.Callback):
@@ -48,7 +67,9 @@ class PeriodicCheckpoints(keras.callbacks.Callback):
     restore with `tf.train.Checkpoint(model=model, optimizer=model.optimizer).restore(path)`.
     On JAX and PyTorch, whose variables TensorFlow cannot track, Keras' weights file
     `ckpt-STEP.weights.h5` (written whole or not at all): `model.load_weights(path)`.
-    Snapshots to pick from or fine-tune; resuming a killed run is BackupAndRestore's job.
+    Snapshots to pick from or fine-tune; resuming a killed run is the backups' job
+    (`training.backups`). What a killed save left (TensorFlow's `ckpt-N_temp/` folder, a partial
+    weights file) is removed when training begins.
 
     Example:
         ```python
@@ -64,6 +85,10 @@ class PeriodicCheckpoints(keras.callbacks.Callback):
         self.manager = None
 
     def on_train_begin(self, logs=None):
+        for stale in glob.glob(os.path.join(glob.escape(self.directory), "*_temp")):  # CheckpointManager's
+            shutil.rmtree(stale, ignore_errors=True)
+        for stale in glob.glob(os.path.join(glob.escape(self.directory), ".partial-ckpt-*")):
+            os.remove(stale)
         if keras.backend.backend() != "tensorflow":
             return
         import tensorflow as tf

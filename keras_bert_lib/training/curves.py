@@ -22,8 +22,9 @@ def read_history(path):
 
 
 def plot_curves(history, path, baselines=None, steps_per_epoch=1):
-    """Loss and accuracy curves as a PNG: each metric one colour, training solid and held-out
-    (`val_` keys) dashed, the baselines as grey lines. Needs matplotlib (the `train` extra).
+    """Loss and accuracy curves as a PNG: each metric one colour, training solid with filled dots
+    and held-out (`val_` keys) dashed with open squares, so that the two read apart in the plot
+    and its legend; the baselines as grey lines. Needs matplotlib (the `train` extra).
 
     Example:
         ```python
@@ -48,8 +49,10 @@ def plot_curves(history, path, baselines=None, steps_per_epoch=1):
         if target is not None:
             held_out = key.startswith("val_")
             steps = [steps_per_epoch * (i + 1) for i in range(len(history[key]))]
-            target.plot(steps, history[key], "--" if held_out else "-", marker=".", color=f"C{names.index(name)}",
-                        label=("held-out " if held_out else "train ") + name.replace("_logits", ""))
+            target.plot(steps, history[key], "--" if held_out else "-", marker="s" if held_out else "o",
+                        markersize=5 if held_out else 4, markerfacecolor="white" if held_out else None,
+                        color=f"C{names.index(name)}", label=("held-out " if held_out else "train ") +
+                        name.replace("_logits", ""))
     for name, value in (baselines or {}).items():
         right.axhline(value, linestyle=":", linewidth=1, color="grey")
         right.text(steps_per_epoch, value, name, fontsize=7, va="bottom")
@@ -58,7 +61,7 @@ def plot_curves(history, path, baselines=None, steps_per_epoch=1):
     right.set(title="accuracy", xlabel=xlabel, ylim=(0, 1))
     for ax in (left, right):
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
+            ax.legend(fontsize=7, handlelength=3.5)  # long enough to show the dashes
         ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -21,21 +21,20 @@ class EpochConfig(LoopConfig):
 
     batch_size: int = option(32, "examples per step")
     epochs: int = option(3, "passes over the training data")
-    warmup_fraction: float = option(0.1, "share of the steps with linear warm-up")
-    learning_rate: float = option(5e-5, "peak learning rate")
+    warmup_fraction: float = option(0.1, "share of the steps with linear warm-up", within="[0, 1)")
+    learning_rate: float = option(5e-5, "peak learning rate", within="(0, inf)")
     steps: int | None = option(None, "optimizer steps in all; 'none': epochs x the batches in the training data")
     steps_per_epoch: int | None = option(None, "steps between backups, held-out evaluations and curve points; "
                                                "'none': one pass over the training data")
-    warmup_steps: int | None = option(None, "steps of linear warm-up; 'none': warmup_fraction of the steps")
+    warmup_steps: int | None = option(None, "steps of linear warm-up; 'none': warmup_fraction of the steps",
+                                      within="[0, inf)")
     checkpoint_every: int = option(1000, "steps between kept checkpoints (output_dir/checkpoints)")
 
     def __post_init__(self):
         super().__post_init__()
         for name in ("epochs", "batch_size"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)} ({cli_flag(name)}) must be at least 1.")
-        if not 0 <= self.warmup_fraction < 1:
-            raise ValueError(f"warmup_fraction={self.warmup_fraction} (--warmup-fraction) must be in [0, 1).")
+                raise ValueError(f"{cli_flag(name)} {getattr(self, name)} must be at least 1.")
 
     def resolved(self, size, source):
         """The config with steps, steps_per_epoch and warmup_steps worked out for `size` training

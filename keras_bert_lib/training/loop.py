@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import math
 import os
 import shutil
 
@@ -18,8 +19,10 @@ import tensorflow as tf
 
 from keras_bert_lib.atomic_write import atomic_write_text
 from keras_bert_lib.compile_path import choose_jit_compile, model_width
-from keras_bert_lib.file_checks import check_writable_folder, fingerprint
+from keras_bert_lib.file_checks import check_writable_folder, fingerprint, read_json
+from keras_bert_lib.output_lock import output_lock
 from keras_bert_lib.progress import progress_verbose
+from keras_bert_lib.training.backups import EpochBackups, backups, restore_backup
 from keras_bert_lib.training.callbacks import KeepInterrupts, PeriodicCheckpoints, StopOnNonFiniteLoss
 from keras_bert_lib.training.curves import plot_curves, read_history
 from keras_bert_lib.training.keras_mends import mend_fit
@@ -31,7 +34,9 @@ DTYPES = ("float32", "mixed_float16", "mixed_bfloat16")
 
 
 def option(default, help, **kwargs):
-    """A config field with its help text (shown by the command line's --help).
+    """A config field with its help text (shown by the command line's --help). `within="[0, 1)"`
+    (an interval; `inf` for no bound) refuses any other value when the config is made
+    (`check_within`); `choices=` and `input_path=True` are read by the config and the command line.
 
     Example:
         ```python
@@ -67,11 +72,12 @@ class LoopConfig:
                                        "and points on the curves; must divide steps")
     checkpoint_every: int = option(500, "steps between kept checkpoints (output_dir/checkpoints)")
     keep_checkpoints: int = option(3, "how many of the newest checkpoints to keep")
-    learning_rate: float = option(1e-4, "peak learning rate")
-    warmup_steps: int = option(100, "steps of linear warm-up, then linear decay to 0")
-    weight_decay: float = option(0.01, "decoupled weight decay (never on LayerNorm or biases)")
+    learning_rate: float = option(1e-4, "peak learning rate", within="(0, inf)")
+    warmup_steps: int = option(100, "steps of linear warm-up, then linear decay to 0", within="[0, inf)")
+    weight_decay: float = option(0.01, "decoupled weight decay (never on LayerNorm or biases)", within="[0, inf)")
     optimizer: str = option("adamw", "optimizer", choices=OPTIMIZERS)
-    clipnorm: float | None = option(1.0, "clip gradients to this global norm ('none': no clipping)")
+    clipnorm: float | None = option(1.0, "clip gradients to this global norm ('none': no clipping)",
+                                    within="(0, inf)")
     gradient_accumulation_steps: int | None = option(None, "apply the mean gradient of this many "
                                                            "batches ('none': every batch)")
     dtype: str = option("float32", "Keras dtype policy", choices=DTYPES)
@@ -84,17 +90,45 @@ class LoopConfig:
         for field in dataclasses.fields(self):
             allowed = field.metadata.get("choices")
             if allowed is not None and getattr(self, field.name) not in allowed:
-                raise ValueError(f"{field.name}={getattr(self, field.name)!r} ({cli_flag(field.name)}) is not one of "
-                                 f"{tuple(allowed)}.")
+                raise ValueError(f"{cli_flag(field.name)} {getattr(self, field.name)!r} is not one of "
+                                 f"{', '.join(map(str, allowed))}.")
         for name in ("steps", "steps_per_epoch", "checkpoint_every", "keep_checkpoints"):
             if getattr(self, name) is not None and getattr(self, name) < 1:  # None: a run derives it from its data
-                raise ValueError(f"{name}={getattr(self, name)} ({cli_flag(name)}) must be at least 1.")
+                raise ValueError(f"{cli_flag(name)} {getattr(self, name)} must be at least 1.")
+        check_within(self)
         if self.steps and self.steps_per_epoch and self.steps % self.steps_per_epoch:
-            raise ValueError(f"steps={self.steps} is not a multiple of steps_per_epoch={self.steps_per_epoch}; "
+            raise ValueError(f"--steps {self.steps} is not a multiple of --steps-per-epoch {self.steps_per_epoch}; "
                              "change one so that the run ends where the learning-rate schedule does.")
+        if self.steps and self.warmup_steps is not None and self.warmup_steps > self.steps:
+            raise ValueError(f"--warmup-steps {self.warmup_steps} is longer than the run's {self.steps} steps: the "
+                             f"learning rate would never reach its peak; warm up for at most {self.steps}.")
 
     def to_json(self):
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+
+
+def check_within(config):
+    """Raises a ValueError naming the flag, the value and the interval for the first field of
+    `config` (a dataclass) whose `within` interval (`option`) does not hold its value; None passes.
+
+    Example:
+        ```python
+        from keras_bert_lib.training.loop import LoopConfig
+        try:
+            LoopConfig(learning_rate=-1e-4)
+        except ValueError as e:
+            print(e)   # --learning-rate -0.0001 is outside (0, inf): peak learning rate.
+        ```
+    """
+    for field in dataclasses.fields(config):
+        within, value = field.metadata.get("within"), getattr(config, field.name)
+        if within is None or value is None:
+            continue
+        low, high = (float(bound) for bound in within[1:-1].split(","))
+        number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        if not (number and (low <= value if within[0] == "[" else low < value)
+                and (value <= high if within[-1] == "]" else value < high)):
+            raise ValueError(f"{cli_flag(field.name)} {value} is outside {within}: {field.metadata['help']}.")
 
 
 def cli_flag(name):
@@ -123,9 +157,10 @@ def prepare_output_dir(config):
       their bytes, not their paths: the same bytes elsewhere (a checkpoint in a package
       reinstalled in another virtualenv, a moved checkout) are the same setting, and config.json
       takes the new paths; other bytes at the same path are another setting;
-    - `overwrite=True`: whatever was there is deleted first.
+    - `overwrite=True`: whatever was there is deleted first (but the lock of `run_lock`).
     Then `config.json` and `inputs.json` (the fingerprints of the input files) are written
-    (atomically).
+    (atomically). A `config.json`, `inputs.json` or `report.json` that is not JSON is named in a
+    ValueError with the fix.
 
     Example:
         ```python
@@ -139,7 +174,10 @@ def prepare_output_dir(config):
     saved, inputs = os.path.join(folder, "config.json"), os.path.join(folder, "inputs.json")
     holds_run = any(os.path.exists(os.path.join(folder, name)) for name in _RUN_FILES)
     if config.overwrite and os.path.isdir(folder):
-        shutil.rmtree(folder)
+        for name in os.listdir(folder):
+            if name != LOCK:
+                path = os.path.join(folder, name)
+                shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.remove(path)
     elif holds_run and os.path.isfile(saved):
         before = _read_json(saved)
         now = json.loads(config.to_json())
@@ -153,13 +191,14 @@ def prepare_output_dir(config):
                 elif before.get(k) != now[k]:
                     logger.warning("%s: the same files as the run's, under a new path: %s.", k, now[k])
         if changed:
-            raise ValueError(f"{folder} holds a run with other settings {changed} (was, now): use another "
-                             "output_dir, or overwrite=True (--overwrite) to delete it and start again.")
+            settings = "; ".join(f"{cli_flag(k)} {was} then, {now} now" for k, (was, now) in sorted(changed.items()))
+            raise ValueError(f"{folder} holds a run with other settings ({settings}): choose another --output-dir, "
+                             "or pass --overwrite to delete it and start again.")
         atomic_write_text(saved, config.to_json())
         report = os.path.join(folder, "report.json")
         if os.path.isfile(report):
-            logger.warning("%s holds this run, finished: nothing to do (overwrite=True, --overwrite, "
-                           "trains it again).", folder)
+            logger.warning("%s holds this run, finished: it is not trained again (--overwrite trains it again).",
+                           folder)
             return _read_json(report)
     os.makedirs(folder, exist_ok=True)
     atomic_write_text(saved, config.to_json())
@@ -169,10 +208,34 @@ def prepare_output_dir(config):
 
 def _read_json(path):
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        return read_json(path)
     except FileNotFoundError:
         return None
+    except ValueError as e:
+        raise ValueError(str(e).replace(": restore it, or write it again.", ": restore it, or pass --overwrite to "
+                                        "start the run again.")) from None
+
+
+LOCK = ".lock"  # in a run's folder while a process writes it (`run_lock`)
+
+
+@contextlib.contextmanager
+def run_lock(folder):
+    """Holds the lock of run folder `folder` for the block (`output_lock.output_lock`): a second
+    run into the same folder stops at once, naming the process that writes it. The folder is
+    checked for writing first.
+
+    Example:
+        ```python
+        import tempfile
+        from keras_bert_lib.training.loop import run_lock
+        with run_lock(tempfile.mkdtemp()):
+            pass   # prepare_output_dir, train, write_report
+        ```
+    """
+    check_writable_folder(folder, "--output-dir")
+    with output_lock(os.path.join(folder, LOCK), folder, "--output-dir"):
+        yield
 
 
 def _input_fingerprints(config):
@@ -271,24 +334,27 @@ def _fit(config, model, train_data, held_out, baselines):
     mend_fit(model)
     out = config.output_dir
     backup, history_csv = os.path.join(out, "backup"), os.path.join(out, "history.csv")
-    if not os.path.isdir(backup) and os.path.isfile(history_csv):
-        os.remove(history_csv)  # a new run, not a resumed one: its curves start again
+    epochs = config.steps // config.steps_per_epoch
+    _build_optimizer(model)  # before a backup's optimizer state can load into it
+    done = restore_backup(model, backup)
+    _keep_history(history_csv, done)
+    if done:
+        logger.warning("Resuming from the backup of epoch %d of %d (%s).", done, epochs, backup)
+        # The batches it trained on are read past, so that the rest comes in the order an
+        # uninterrupted run reads it (the pipeline's shuffles and masks are seeded).
+        train_data = train_data.skip(done * config.steps_per_epoch)
     interrupts = KeepInterrupts()
     callbacks = [
         interrupts,  # a Ctrl-C swallowed in a garbage-collector callback stops at the next batch
         StopOnNonFiniteLoss(),  # before the savers: a bad step must never reach a checkpoint
-        keras.callbacks.BackupAndRestore(backup),
+        EpochBackups(backup),
         PeriodicCheckpoints(os.path.join(out, "checkpoints"), config.checkpoint_every, config.keep_checkpoints),
         keras.callbacks.TensorBoard(os.path.join(out, "logs"), update_freq=config.steps_per_epoch),
         keras.callbacks.CSVLogger(history_csv, append=True),
     ]
-    epochs = config.steps // config.steps_per_epoch
-    done = backup_epoch(backup)
-    if done:
-        logger.warning("Resuming from the backup of epoch %d of %d (%s).", done, epochs, backup)
     try:
         with interrupts:
-            fitted = model.fit(train_data, epochs=epochs, steps_per_epoch=config.steps_per_epoch,
+            fitted = model.fit(train_data, epochs=epochs, initial_epoch=done, steps_per_epoch=config.steps_per_epoch,
                                validation_data=held_out, callbacks=callbacks, verbose=progress_verbose(),
                                shuffle=False)  # the dataset shuffles itself
     except KeyboardInterrupt:
@@ -307,8 +373,47 @@ def _fit(config, model, train_data, held_out, baselines):
     return model, results
 
 
+def _build_optimizer(model):
+    if model.optimizer.built:
+        return
+    scope = model.distribute_strategy.scope() if keras.backend.backend() == "tensorflow" else contextlib.nullcontext()
+    with scope:
+        model.optimizer.build(model.trainable_variables)
+
+
+def _keep_history(history_csv, epochs):
+    """Keeps the header and the rows of the first `epochs` epochs of `history.csv` (none: a new
+    run's curves start again), so that a resumed run logs each epoch once."""
+    if not os.path.isfile(history_csv):
+        return
+    if not epochs:
+        os.remove(history_csv)
+        return
+    with open(history_csv, encoding="utf-8") as f:
+        lines = f.read().splitlines(keepends=True)
+    kept = lines[:1] + [line for line in lines[1:] if line.split(",", 1)[0].isdigit()
+                        and int(line.split(",", 1)[0]) < epochs]
+    if kept != lines:
+        atomic_write_text(history_csv, "".join(kept))
+
+
+def write_report(output_dir, report):
+    """Writes a finished run's `report.json` (atomically; its presence marks the run finished),
+    then removes the run's backups, which only a run that has not finished needs.
+
+    Example:
+        ```python
+        import tempfile
+        from keras_bert_lib.training.loop import write_report
+        write_report(tempfile.mkdtemp(), {"held_out": {"accuracy": 0.9}})
+        ```
+    """
+    atomic_write_text(os.path.join(output_dir, "report.json"), json.dumps(report, indent=2, default=float))
+    shutil.rmtree(os.path.join(output_dir, "backup"), ignore_errors=True)
+
+
 def backup_epoch(backup):
-    """The number of epochs the `BackupAndRestore` backup in folder `backup` holds (0: none).
+    """The number of epochs the newest backup in folder `backup` holds (0: none).
 
     Example:
         ```python
@@ -316,11 +421,8 @@ def backup_epoch(backup):
         assert backup_epoch("no/such/folder") == 0
         ```
     """
-    try:
-        with open(os.path.join(backup, "training_metadata.json"), encoding="utf-8") as f:
-            return int(json.load(f)["epoch"])
-    except (OSError, ValueError, KeyError):
-        return 0
+    found = backups(backup)
+    return found[0][0] if found else 0
 
 
 def widths_vary(data):

@@ -75,7 +75,7 @@ def test_a_finished_run_is_left_alone(distill_run, caplog):
     argv, out, report = distill_run
     before = (out / "model.keras").stat().st_mtime_ns
     assert main(argv) == 0
-    assert (out / "model.keras").stat().st_mtime_ns == before and "finished: nothing to do" in caplog.text
+    assert (out / "model.keras").stat().st_mtime_ns == before and "finished: it is not trained again" in caplog.text
     assert json.loads((out / "report.json").read_text()) == report
 
 

@@ -102,7 +102,7 @@ def test_a_finished_run_is_left_alone(classify_run, caplog):
     before = (out / "model.keras").stat().st_mtime_ns
     assert main(argv) == 0
     assert (out / "model.keras").stat().st_mtime_ns == before
-    assert "finished: nothing to do" in caplog.text
+    assert "finished: it is not trained again" in caplog.text
     assert json.loads((out / "report.json").read_text()) == report
 
 
@@ -115,7 +115,7 @@ def test_a_finished_run_is_tied_to_its_inputs_bytes_not_their_paths(classify_run
     before = (out / "model.keras").stat().st_mtime_ns
     again = [str(moved) if a == checkpoint else a for a in argv]
     assert main(again) == 0
-    assert (out / "model.keras").stat().st_mtime_ns == before and "finished: nothing to do" in caplog.text
+    assert (out / "model.keras").stat().st_mtime_ns == before and "finished: it is not trained again" in caplog.text
     assert json.loads((out / "config.json").read_text())["checkpoint"] == str(moved)
     with open(moved / "vocab.txt", "a", encoding="utf-8") as f:
         f.write("newtoken\n")
@@ -158,7 +158,7 @@ def test_ctrl_c_prints_one_line_and_the_same_command_resumes(checkpoint, tmp_pat
     ({"--validation": "pairs"}, "has a 'text_pair' column, but the model takes one text"),
     ({"--checkpoint": "/no/such/folder"}, "No such file or folder: /no/such/folder"),
     ({"--validation": None}, "--validation FILE is required"),
-    ({"--steps-per-epoch": "7"}, "steps=36 is not a multiple of steps_per_epoch=7"),
+    ({"--steps-per-epoch": "7"}, "--steps 36 is not a multiple of --steps-per-epoch 7"),
 ])
 def test_bad_input_fails_before_anything_is_written(checkpoint, tmp_path, capsys, change, message):
     files = {"empty": "text,label\n", "unseen_label": "text,label\ngood,fresh\nfine,plot\n",
@@ -283,7 +283,7 @@ def test_ctrl_c_at_the_console_prints_one_line_through_the_start_up_filter(check
          "--epochs", "50", "--max-seq-length", "16", "--batch-size", "100", "--no-jit-compile"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
     deadline = time.monotonic() + 240
-    while not (run / "backup" / "training_metadata.json").exists() and time.monotonic() < deadline:
+    while not (run / "backup" / "epoch-0001" / "state.json").exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     os.killpg(command.pid, signal.SIGINT)
     out, err = command.communicate(timeout=120)

@@ -33,15 +33,25 @@ def test_help_gives_every_flag_a_meaning_and_its_default(capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["--preset", "bert_huge"], "preset='bert_huge' (--preset) is not one of"),
-    (["--steps-per-epoch", "0"], "steps_per_epoch=0 (--steps-per-epoch) must be at least 1"),
-    (["--steps", "100", "--steps-per-epoch", "30"], "steps=100 is not a multiple of steps_per_epoch=30"),
+    (["--preset", "bert_huge"], "--preset 'bert_huge' is not one of bert_tiny"),
+    (["--steps-per-epoch", "0"], "--steps-per-epoch 0 must be at least 1"),
+    (["--steps", "100", "--steps-per-epoch", "30"], "--steps 100 is not a multiple of --steps-per-epoch 30"),
     (["--corpus", "/no/such/file"], "No such file: /no/such/file. Nothing was written."),
+    (["--steps", "50", "--steps-per-epoch", "10"], "--warmup-steps 100 is longer than the run's 50 steps"),
+    (["--dropout", "1.5"], "--dropout 1.5 is outside [0, 1): hidden and attention dropout"),
+    (["--learning-rate", "-0.001"], "--learning-rate -0.001 is outside (0, inf): peak learning rate"),
+    (["--max-seq-length", "2"], "--max-seq-length 2 is outside [5, inf): tokens per instance"),
+    (["--corpus", "{empty}"], "empty.txt holds 0 documents; pre-training needs at least 4: 2 held out"),
+    (["--corpus", "{one}"], "one.txt holds 1 document; pre-training needs at least 4"),
 ])
 def test_bad_settings_fail_before_anything_is_built_or_written(tmp_path, capsys, argv, message):
+    (tmp_path / "empty.txt").write_text("\n\n")
+    (tmp_path / "one.txt").write_text("A first sentence.\nAnd its second.\n")
     out = tmp_path / "run"
+    argv = [a.format(empty=tmp_path / "empty.txt", one=tmp_path / "one.txt") for a in argv]
     assert main(["pretrain", "--output-dir", str(out), *argv]) == 2
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
     assert not out.exists()
 
 
@@ -60,14 +70,14 @@ def test_a_finished_run_is_left_alone_and_says_so(finished_run, caplog):
     before = [os.stat(p).st_mtime_ns for p in paths]
     assert main(argv) == 0
     assert run_pretraining(configs["run"]) == report
-    assert "finished: nothing to do" in caplog.text
+    assert "finished: it is not trained again" in caplog.text
     assert [os.stat(p).st_mtime_ns for p in paths] == before
 
 
 @pytest.mark.xdist_group("finished_run")
 def test_other_settings_in_the_same_folder_are_refused_naming_them(finished_run):
     _, configs, _ = finished_run
-    with pytest.raises(ValueError, match=r"holds a run with other settings \{'dupe_factor': \(2, 3\)\}"):
+    with pytest.raises(ValueError, match=r"holds a run with other settings \(--dupe-factor 2 then, 3 now\)"):
         run_pretraining(dataclasses.replace(configs["run"], dupe_factor=3))
 
 

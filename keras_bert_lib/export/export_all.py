@@ -15,6 +15,7 @@ from keras_bert_lib.export.saved_model import export_saved_model
 from keras_bert_lib.export.tflite import export_tflite
 from keras_bert_lib.file_checks import check_writable_folder
 from keras_bert_lib.models import with_dtype
+from keras_bert_lib.output_lock import output_lock
 
 FORMATS = ("saved_model", "tflite", "onnx", "openvino")
 DEFAULT_FORMATS = ("saved_model", "tflite", "onnx")  # OpenVINO is an extra of its own
@@ -114,7 +115,8 @@ def export_all(model, output, formats=DEFAULT_FORMATS, quantize=(None,), version
             formats are float32 (or quantized).
     Raises:
         ValueError: an unknown format or quantization, float16 for ONNX alone, an output that
-            cannot take the files, OpenVINO not installed (before any conversion).
+            cannot take the files or that another export is writing (`output/.lock`), OpenVINO
+            not installed (before any conversion).
     Example:
         ```python
         import tempfile
@@ -137,32 +139,33 @@ def export_all(model, output, formats=DEFAULT_FORMATS, quantize=(None,), version
     if "openvino" in formats and importlib.util.find_spec("openvino") is None:
         raise ValueError('--format openvino needs OpenVINO: pip install "keras-bert-lib[openvino]". '
                          "Nothing was written.")
-    jobs = [("tflite", q) for q in quantize if "tflite" in formats] + \
-           [("onnx", q) for q in onnx_quantize if "onnx" in formats]
-    isolate = len(jobs) > 1 and model_path is not None
-    say = log or (lambda line: None)
-    exported = {}
-    if "saved_model" in formats:
-        served = with_dtype(model, "bfloat16") if weights == "bfloat16" else model
-        key = "saved_model" if weights == "float32" else f"saved_model {weights}"  # the parity table's row
-        exported[key] = export_saved_model(served, os.path.join(output, "saved_model"), version=version, pair=pair,
-                                           preprocessor=getattr(model, "preprocessor", None))
-        say(f"saved_model: {exported[key]} ({weights} weights; {why})")
-    for fmt, q in jobs:
-        if fmt == "tflite":
-            options = dict(quantization=q, text=text, pair=pair)
-            path = os.path.join(output, f"model_{q}.tflite" if q else "model.tflite")
-        else:
-            options = dict(optimize=optimize, quantize=q)
-            path = os.path.join(output, "model_int8.onnx" if q else "model.onnx")
-        info = (export_isolated(model_path, fmt, path, **options) if isolate
-                else (export_tflite if fmt == "tflite" else export_onnx)(model, path, **options))
-        fused = ", ".join(f"{k} {v}" for k, v in info.get("fused", {}).items() if v)
-        say(f"{fmt}{' ' + q if q else ''}: {info['path']}" +
-            (f" in {info['seconds']:.1f} s; fused operators: {fused or 'none'}" if fmt == "onnx" else ""))
-        exported[f"{fmt} {q}" if q else fmt] = info["path"]
-    if "openvino" in formats:
-        info = export_openvino(model, os.path.join(output, "openvino", "model.xml"))
-        say(f"openvino: {info['path']} in {info['seconds']:.1f} s; computes in {info['precision']} on this CPU")
-        exported["openvino"] = info["path"]
-    return exported
+    with output_lock(os.path.join(output, ".lock"), output, "--output"):  # one export into a folder at a time
+        jobs = [("tflite", q) for q in quantize if "tflite" in formats] + \
+               [("onnx", q) for q in onnx_quantize if "onnx" in formats]
+        isolate = len(jobs) > 1 and model_path is not None
+        say = log or (lambda line: None)
+        exported = {}
+        if "saved_model" in formats:
+            served = with_dtype(model, "bfloat16") if weights == "bfloat16" else model
+            key = "saved_model" if weights == "float32" else f"saved_model {weights}"  # the parity table's row
+            exported[key] = export_saved_model(served, os.path.join(output, "saved_model"), version=version, pair=pair,
+                                               preprocessor=getattr(model, "preprocessor", None))
+            say(f"saved_model: {exported[key]} ({weights} weights; {why})")
+        for fmt, q in jobs:
+            if fmt == "tflite":
+                options = dict(quantization=q, text=text, pair=pair)
+                path = os.path.join(output, f"model_{q}.tflite" if q else "model.tflite")
+            else:
+                options = dict(optimize=optimize, quantize=q)
+                path = os.path.join(output, "model_int8.onnx" if q else "model.onnx")
+            info = (export_isolated(model_path, fmt, path, **options) if isolate
+                    else (export_tflite if fmt == "tflite" else export_onnx)(model, path, **options))
+            fused = ", ".join(f"{k} {v}" for k, v in info.get("fused", {}).items() if v)
+            say(f"{fmt}{' ' + q if q else ''}: {info['path']}" +
+                (f" in {info['seconds']:.1f} s; fused operators: {fused or 'none'}" if fmt == "onnx" else ""))
+            exported[f"{fmt} {q}" if q else fmt] = info["path"]
+        if "openvino" in formats:
+            info = export_openvino(model, os.path.join(output, "openvino", "model.xml"))
+            say(f"openvino: {info['path']} in {info['seconds']:.1f} s; computes in {info['precision']} on this CPU")
+            exported["openvino"] = info["path"]
+        return exported

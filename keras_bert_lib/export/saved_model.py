@@ -22,7 +22,8 @@ def export_saved_model(model, base_dir, preprocessor=None, version=1, pair=None)
             Without a preprocessor it is the same as `serving_ids`.
         `serving_ids`: int32 `token_ids`, `segment_ids`, `padding_mask` of shape (B, T).
     Both return the task's named outputs (`export.signatures.output_names`): `probabilities` and
-    `label` for a classifier, `embeddings`, `score` (cross-encoder), `start_logits`/`end_logits`,
+    `label` (and `class_name`, the label's name, for a classifier built with `class_names`, as
+    every fine-tuning run's is) for a classifier, `embeddings`, `score` (cross-encoder), `start_logits`/`end_logits`,
     `logits`/`tag_ids`, or `sequence_output`/`pooled_output` for an encoder. Each weight is stored
     once (Keras' own `model.export` stores every variable twice, keras-team/keras#23553); the
     vocabulary is also written as `assets/vocab.txt` for clients. The folder appears whole or not
@@ -48,7 +49,7 @@ def export_saved_model(model, base_dir, preprocessor=None, version=1, pair=None)
     if os.path.exists(target):
         raise FileExistsError(f"{target} exists: TF Serving serves a version as it was written; export "
                               f"version={version + 1} (or delete the folder).")
-    module = ServingModule(model, preprocessor, pair)
+    module = ServingModule(model, preprocessor, pair, class_names=True)
     if module.preprocessor is not None:
         vocab = os.path.join(tempfile.mkdtemp(), "vocab.txt")
         with open(vocab, "w", encoding="utf-8") as f:
@@ -103,6 +104,21 @@ def load_text_signature(path):
                          "preprocessor (keras-bert export --format saved_model).")
     inputs = tuple(n for n in ("text", "text_pair") if n in specs) or tuple(sorted(specs))
     return signature, inputs, tuple(sorted(signature.structured_outputs))
+
+
+def saved_model_dtype(path):
+    """The dtype of the SavedModel version folder `path`'s weights: "bfloat16" where `keras-bert
+    export --dtype bfloat16` stored them so (its outputs stay float32), else "float32". Read from
+    the variables' index; nothing is loaded.
+
+    Example:
+        ```python
+        from keras_bert_lib.export.saved_model import saved_model_dtype
+        # saved_model_dtype("exported/saved_model/1")   # "float32"
+        ```
+    """
+    dtypes = tf.train.load_checkpoint(os.path.join(path, "variables", "variables")).get_variable_to_dtype_map()
+    return "bfloat16" if tf.bfloat16 in dtypes.values() else "float32"
 
 
 def plain(value):

@@ -153,9 +153,10 @@ class ServingModule(tf.Module):
     """The model, its preprocessor and two `tf.function`s to serve: `ids` on `token_ids`,
     `segment_ids`, `padding_mask` (int32, (B, T)) and, with a preprocessor, `text` on one or two
     string tensors (B,) (unless `text=False`). Each returns the task's named outputs
-    (`task_outputs`). Only the model
-    is tracked, so a SavedModel stores each weight once; `track_variables=True` also tracks the
-    underlying tf.Variables, as TFLite's converter needs (and stores them twice).
+    (`task_outputs`) and, with `class_names=True`, a classifier's `class_name` (B,) string of its
+    `label`, where it was built with `class_names` (what a run's labels were called). Only the
+    model is tracked, so a SavedModel stores each weight once; `track_variables=True` also tracks
+    the underlying tf.Variables, as TFLite's converter needs (and stores them twice).
 
     Example:
         ```python
@@ -166,10 +167,12 @@ class ServingModule(tf.Module):
         ```
     """
 
-    def __init__(self, model, preprocessor=None, pair=None, text=True, track_variables=False):
+    def __init__(self, model, preprocessor=None, pair=None, text=True, track_variables=False, class_names=False):
         super().__init__(name="serving")
         output_names(model)
         self.model = model
+        names = getattr(model, "class_names", None) if class_names and isinstance(model, TextClassifier) else None
+        self.class_names = tf.constant([str(n) for n in names]) if names and model.num_classes > 1 else None
         if track_variables:
             # For TFLite's converter, which freezes only the tf.Variables it finds directly in the
             # object graph; a SavedModel then stores each weight twice (Keras' export does this).
@@ -179,14 +182,19 @@ class ServingModule(tf.Module):
             preprocessor if preprocessor is not None else getattr(model, "preprocessor", None))
         self.text_names = text_input_names(model, pair)
         ids_spec = {k: tf.TensorSpec((None, None), tf.int32, name=k) for k in ID_NAMES}
-        self.ids = tf.function(lambda ids: task_outputs(model, ids), input_signature=[ids_spec])
+        self.ids = tf.function(lambda ids: self._named(task_outputs(model, ids)), input_signature=[ids_spec])
         if self.preprocessor is not None:
             text_spec = {k: tf.TensorSpec((None,), tf.string, name=k) for k in self.text_names}
             self.text = tf.function(self._text, input_signature=[text_spec])
 
     def _text(self, texts):
         parts = tuple(utf8_or_replaced(texts[k]) for k in self.text_names)
-        return task_outputs(self.model, self.preprocessor(parts if len(parts) == 2 else parts[0]))
+        return self._named(task_outputs(self.model, self.preprocessor(parts if len(parts) == 2 else parts[0])))
+
+    def _named(self, outputs):
+        if self.class_names is None:
+            return outputs
+        return {**outputs, "class_name": tf.gather(self.class_names, outputs["label"])}
 
     def signatures(self):
         """{"serving_default": strings (or ids without a preprocessor), "serving_ids": ids}."""

@@ -73,17 +73,24 @@ def add_routes(app, dataplane, specs):
             return JSONResponse({"ready": False, "error": f"Not ready: {', '.join(waiting)}."}, status_code=503)
         return {"ready": True}
 
+    log = logging.getLogger("keras_bert_lib.serve")
+
     async def post_only(request: Request):
-        return JSONResponse({"error": f"{request.url.path} takes POST, not {request.method}."}, status_code=405,
-                            headers={"Allow": "POST"})
+        message = f"{request.url.path} takes POST, not {request.method}."
+        log.info("405 %s %s: %s", request.method, request.url.path, message)
+        return JSONResponse({"error": message}, status_code=405, headers={"Allow": "POST"})
 
     async def no_repository(request: Request):
-        return JSONResponse({"error": f"{request.url.path}: this server does not load or unload models; it serves "
-                                      "what its command named (restart it to change that)."}, status_code=404)
+        message = (f"{request.url.path}: this server does not load or unload models; it serves what its command "
+                   "named (restart it to change that).")
+        log.info("404 %s %s: %s", request.method, request.url.path, message)
+        return JSONResponse({"error": message}, status_code=404)
 
     async def bad_body(request, error):  # FastAPI's 422 for a V2 body that is not the protocol's
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}" for e in error.errors())
-        return JSONResponse({"error": f"The body is not an inference request: {problems}."}, status_code=400)
+        message = f"The body is not an inference request: {problems}."
+        log.info("400 %s %s: %s", request.method, request.url.path, message)
+        return JSONResponse({"error": message}, status_code=400)
 
     for path in PREDICT_ROUTES:  # before the status route, which would take "NAME:predict" for a name
         app.add_api_route(path, post_only, methods=["GET", "PUT", "PATCH", "DELETE"], include_in_schema=False)

@@ -6,7 +6,7 @@ import tensorflow as tf
 from kserve import InferRequest, Model
 from kserve.errors import InvalidInput
 
-from keras_bert_lib.export.saved_model import load_text_signature
+from keras_bert_lib.export.saved_model import load_text_signature, saved_model_dtype
 from keras_bert_lib.serve.batcher import Batcher
 from keras_bert_lib.serve.protocol import BadRequest, Limits, v1_response, v1_rows, v2_response, v2_rows
 
@@ -75,9 +75,10 @@ class ServedModel(Model):
         return [{name: out[name][i] for name in self.outputs} for i in range(len(rows))]
 
 
+
 def saved_model_precision(path):
-    """What a SavedModel computes in, in words for the server's log: its weights' dtype (read from
-    its variables' index, nothing loaded) and how to serve the other.
+    """What a SavedModel computes in, in words for the server's log: its weights' dtype
+    (`export.saved_model.saved_model_dtype`) and how to serve the other.
 
     Example:
         ```python
@@ -85,9 +86,8 @@ def saved_model_precision(path):
         # saved_model_precision("exported/saved_model/1")   # 'float32 weights, TensorFlow on the CPU'
         ```
     """
-    dtypes = tf.train.load_checkpoint(f"{path}/variables/variables").get_variable_to_dtype_map().values()
     device = "the GPU" if tf.config.list_logical_devices("GPU") else "the CPU"
-    if tf.bfloat16 in dtypes:
+    if saved_model_dtype(path) == "bfloat16":
         return (f"bfloat16 weights (float32 outputs), TensorFlow on {device}; answers are within about 2e-3 of "
                 "float32 (docs/serve.md): export with --dtype float32 to serve float32")
     return f"float32 weights, TensorFlow on {device}"

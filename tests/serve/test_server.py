@@ -61,8 +61,8 @@ def served(tmp_path_factory):
                       'model_version_policy { all {} } version_labels { key: "stable" value: 1 } '
                       'version_labels { key: "canary" value: 2 } } }' % (folder / "classifier"))
     (folder / "log").mkdir()
-    with running_server([*arguments[1:], "--model-config-file", str(config), "--max-batch-size", "16"],
-                        str(folder / "log")) as (url, process):
+    with running_server([*arguments[1:], "--model-config-file", str(config), "--max-batch-size", "16",
+                         "--read-timeout", "3"], str(folder / "log")) as (url, process):
         yield url, expected, folder
 
 
@@ -112,6 +112,8 @@ def test_a_run_folder_is_exported_on_start_and_served_under_its_folders_name(ser
     status, answer = call(url, "POST", "/v1/models/run:predict", {"inputs": {"text": TEXTS}})
     assert status == 200, answer
     _check(answer["outputs"], expected["classifier@2"], "run folder")
+    # the classifier's class names travel with it: the label's name beside its index
+    assert answer["outputs"]["class_name"] == [["a", "b", "c"][i] for i in answer["outputs"]["label"]]
 
 
 def test_the_open_inference_protocol_answers_the_same(served):
@@ -267,3 +269,62 @@ def test_batching_serves_concurrent_clients_faster_and_sigterm_drains_the_reques
           f"unbatched {median['unbatched']['requests_per_second']:.0f} req/s (p99 "
           f"{median['unbatched']['p99_ms']:.0f} ms): {ratio:.2f}x")
     assert ratio > 1.5, rounds  # bench/serve_load.py measures all-MiniLM-L6-v2 on a quiet machine
+
+
+SERVER_ROWS = [  # (what, method, path, body: a dict sent as JSON, bytes, or ("raw", bytes) for the socket)
+    ("a body that is not JSON", "POST", "/v1/models/embedder:predict", b"{not json"),
+    ("JSON nested too deeply, as text/plain", "POST", "/v1/models/embedder:predict", ("text/plain", b"[" * 100_000)),
+    ("an input the model does not take", "POST", "/v1/models/embedder:predict",
+     {"instances": [{"sentence": "good film"}]}),
+    ("a number for a text", "POST", "/v1/models/embedder:predict", {"instances": [42]}),
+    ("no texts", "POST", "/v1/models/embedder:predict", {"instances": []}),
+    ("10,000 texts in one request", "POST", "/v1/models/embedder:predict", {"instances": ["good film"] * 10_000}),
+    ("a text of 1 MB", "POST", "/v1/models/embedder:predict", {"instances": ["x" * 1_000_000]}),
+    ("a V2 body that is not an inference request", "POST", "/v2/models/embedder/infer", {"inputs": [{"name": "text"}]}),
+    ("an unknown model", "POST", "/v1/models/absent:predict", {"instances": ["a"]}),
+    ("an unknown version", "POST", "/v1/models/versioned/versions/7:predict", {"instances": ["a"]}),
+    ("GET on a route that predicts", "GET", "/v1/models/embedder:predict", None),
+    ("a request to unload a model", "POST", "/v2/repository/models/embedder/unload", None),
+    ("a body of 300 MB (its Content-Length)", "POST", "/v1/models/embedder:predict", ("raw", 300_000_000)),
+    ("a body that stops coming (--read-timeout 3 here)", "POST", "/v1/models/embedder:predict", ("raw", 100)),
+]
+
+
+def _raw(url, path, length, sent):
+    """(status, error) of a request whose body is `length` bytes by its header, `sent` of them sent."""
+    port = int(url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                  % (path.encode(), length) + b"x" * sent)
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)
+
+
+def test_every_row_of_the_servers_bad_input_table_is_refused_in_one_log_line(served):
+    from tests.bad_inputs import check_page
+
+    url, expected, folder = served
+    rows, before = [], len(_log(folder).splitlines())
+    for what, method, path, body in SERVER_ROWS:
+        if isinstance(body, tuple) and body[0] == "raw":
+            status, answer = _raw(url, path, body[1], sent=10 if body[1] == 100 else 0)
+        elif isinstance(body, tuple):
+            status, answer = call(url, method, path, body[1], content_type=body[0])
+        else:
+            status, answer = call(url, method, path, body)
+        assert 400 <= status < 500 and "\n" not in answer["error"], (what, status, answer)
+        if isinstance(body, tuple):
+            shown = f"Content-Length: {body[1]:,}" if body[0] == "raw" else f"{body[1][:12].decode()}... as {body[0]}"
+        else:
+            shown = "" if body is None else body.decode() if isinstance(body, bytes) else json.dumps(body)
+        shown = shown if len(shown) <= 48 else shown[:44] + " ..."
+        rows.append((what, f"{method} {path} {shown}".strip(), f"{status} {answer['error']}"))
+    log = _log(folder).splitlines()[before:]
+    assert len(log) == len(SERVER_ROWS) and all(" INFO " in line for line in log), log
+    status, answer = call(url, "POST", "/v1/models/embedder:predict", {"instances": TEXTS})
+    assert status == 200  # and it serves on
+    _check({"embeddings": answer["predictions"]}, expected["embedder"], "after every bad request")
+    check_page("server", rows, "tests/serve/test_server.py")

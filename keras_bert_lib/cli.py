@@ -25,6 +25,7 @@ from keras_bert_lib.checkpoints.hub import hub_id, is_checkpoint_name, resolve_c
 from keras_bert_lib.config import PRESETS
 from keras_bert_lib.corpus import run_corpus_job
 from keras_bert_lib.export import FORMATS, export_all, format_report, load_model_file, parity_report
+from keras_bert_lib.export.export_all import check_export_target
 from keras_bert_lib.export.signatures import check_batch
 from keras_bert_lib.models import load_checkpoint
 from keras_bert_lib.models.summary import summarize
@@ -220,6 +221,7 @@ def _distill(args):
 def _export(args):
     quantize = [None if q == "none" else q for q in args.quantize or ["none"]]
     try:
+        check_export_target(args.output, args.format, args.version)  # before the model loads
         model, path = load_model_file(args.model)
         task = task_of_run(path)  # a pair classifier's run serves two texts without --pair
         pair = args.pair or (task is not None and len(task.serves.inputs) == 2) or None
@@ -251,22 +253,30 @@ def _corpus_flags(parser, command):
     parser.add_argument("--batch-size", type=positive, default=32, help="texts per model call (default: 32)")
     parser.add_argument("--shard-size", type=positive, default=10000,
                         help="rows per output shard: the unit of memory and of resuming (default: 10000)")
+    parser.add_argument("--dtype", choices=["auto", "float32", "bfloat16"], default="auto",
+                        help="what a Keras model computes in: auto is bfloat16 weights on CPUs with AVX512-BF16 or AMX "
+                             "where they pay, float32 elsewhere; a SavedModel computes in what it was exported with "
+                             "(default: auto)")
     parser.add_argument("--overwrite", action="store_true",
-                        help="start again, dropping a finished output or the shards of an unfinished one (default: "
-                             "keep a finished output, continue an unfinished one)")
+                        help="start again, replacing the output (whatever wrote it) and dropping the shards of an "
+                             "unfinished one (default: keep the same job's finished output, continue its "
+                             "unfinished one, refuse another's)")
 
 
 def _corpus(args):
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
         report = run_corpus_job(args.model, args.inputs, args.output, command=args.command,
                                 text_column=args.text_column, text_pair_column=args.text_pair_column,
                                 id_column=args.id_column, batch_size=args.batch_size, shard_size=args.shard_size,
-                                overwrite=args.overwrite)
-    except (ValueError, ImportError) as e:  # bad files, columns or model: before any work
+                                overwrite=args.overwrite, dtype=args.dtype)
+    except (ValueError, ImportError) as e:  # bad files, columns, model or output: before any work; a full disk
         print(f"keras-bert {args.command}: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as e:  # one line: how many shards are kept, and that the same command continues
+        print(f"\n{e or 'Interrupted before any shard was written; nothing is kept.'}", file=sys.stderr)
+        return 130
     if report["skipped"]:
-        print(f"{args.output} is finished; --overwrite writes it again.")
         return 0
     print(f"{report['rows']} rows -> {report['output']} in {report['seconds']:.1f} s "
           f"({report['texts_per_second']:.1f} texts/s); {report['errors']} rows with an error field")

@@ -2,27 +2,34 @@
 
 import logging
 import os
+import shutil
 import time
 
 from keras_bert_lib.corpus.inputs import BadValue, check_columns, count_rows, input_files, read_chunks
-from keras_bert_lib.corpus.models import load_corpus_model, predict_rows
-from keras_bert_lib.corpus.outputs import ShardedOutput, output_format
+from keras_bert_lib.corpus.models import DTYPES, load_corpus_model, model_source, predict_rows
+from keras_bert_lib.corpus.outputs import ShardedOutput, finished, output_format, remove
+from keras_bert_lib.file_checks import check_writable_folder, fingerprint
+from keras_bert_lib.output_lock import output_lock
 from keras_bert_lib.progress import progress_bar
 
 logger = logging.getLogger(__name__)
 
 
 def run_corpus_job(model, inputs, output, command="predict", text_column=None, text_pair_column=None,
-                   id_column=None, batch_size=32, shard_size=10000, overwrite=False, progress=True):
+                   id_column=None, batch_size=32, shard_size=10000, overwrite=False, progress=True, dtype="auto"):
     """Runs `model` over every row of `inputs` and writes one output row per input row, in input
-    order, to `output`; returns {"rows", "errors", "seconds", "texts_per_second", "output"}.
+    order, to `output`; returns {"rows", "errors", "seconds", "texts_per_second", "output",
+    "skipped"}.
 
     Streams: one shard of `shard_size` rows is in memory at a time, predicted by length (the
     model's own `predict`, or similar lengths together for a SavedModel) and written whole
-    (`corpus.outputs`). Killed, the same call continues after the last finished shard; a finished
-    output is left alone unless `overwrite`. A row whose text is null, missing or not UTF-8 gets
-    an `error` field instead of a result. Every error about the files, columns or model comes
-    before any work.
+    (`corpus.outputs`). Killed, the same call continues after the last finished shard. The output
+    records the job that made it (the model's and the inputs' bytes, the settings): the same job
+    again finds it finished (`skipped`); another job, or a file that no job wrote, is refused
+    with a ValueError unless `overwrite`. One job writes an output at a time (a lock beside it,
+    `OUTPUT.lock`). A row whose text is null, missing or not UTF-8 gets an `error` field instead
+    of a result. Every error about the output, the files, the columns or the model comes before
+    any work; the output's before the model loads.
 
     Args:
         model: a fine-tuning run's folder (or its model.keras), an exported SavedModel folder, or
@@ -35,6 +42,11 @@ def run_corpus_job(model, inputs, output, command="predict", text_column=None, t
             (default: the names the model's task uses: text, text_pair; question, context).
         id_column: a column copied to each output row as `id` (default: none; every row has `row`,
             its number from 0 across the inputs).
+        dtype: what a Keras model computes in: "auto", "float32" or "bfloat16" (`load_corpus_model`).
+    Raises:
+        ValueError: a bad file, column, model or output (before any work); a full disk or an
+            output folder that cannot be written (naming the file; the finished shards are kept).
+        KeyboardInterrupt: Ctrl-C, saying how many shards are kept.
     Example:
         ```python
         from keras_bert_lib.corpus import run_corpus_job
@@ -43,49 +55,71 @@ def run_corpus_job(model, inputs, output, command="predict", text_column=None, t
     """
     files = input_files(inputs)
     output_format(output, embeds=command == "embed")  # the extension, before the model loads
-    loaded = load_corpus_model(model, command, batch_size)  # embed: a model that embeds, or a ValueError
+    if dtype not in DTYPES:
+        raise ValueError(f"--dtype {dtype}: one of {', '.join(DTYPES)}.")
+    check_writable_folder(os.path.dirname(os.path.abspath(output)), "--output")
+    with output_lock(output + ".lock", output, "--output"):
+        _, source = model_source(model, command)
+        job = {"command": command, "model": fingerprint(source), "inputs": [fingerprint(f) for f in files],
+               "text_column": text_column, "text_pair_column": text_pair_column, "id_column": id_column,
+               "dtype": dtype}
+        if overwrite:
+            remove(output)
+        elif finished(output, job):  # or a ValueError: another job's output, or a file no job wrote
+            shutil.rmtree(output + ".parts", ignore_errors=True)  # a kill after the join, before the parts went
+            logger.warning("%s is finished: the same job wrote it (--overwrite writes it again).", output)
+            return {"rows": None, "errors": None, "seconds": 0.0, "texts_per_second": None, "output": output,
+                    "skipped": True}
+        loaded = load_corpus_model(model, command, batch_size, dtype)  # embed: a model that embeds, or a ValueError
+        logger.info("%s %s: %s.", "Embedding with" if command == "embed" else "Predicting with", loaded.name,
+                    loaded.precision)
+        return _run(loaded, files, output, job, text_column, text_pair_column, id_column, shard_size, progress)
+
+
+def _run(loaded, files, output, job, text_column, text_pair_column, id_column, shard_size, progress):
     names = dict(zip(loaded.roles, (text_column, text_pair_column)))
     columns = {role: names.get(role) or role for role in loaded.roles}
     required = [columns[r] for r in loaded.roles if r not in loaded.optional]
     present = check_columns(files, required + ([id_column] if id_column else []),
                             optional=[columns[r] for r in loaded.optional])
     roles = [r for r in loaded.roles if r not in loaded.optional or columns[r] in present]
-    job = {"command": command, "model": os.path.abspath(model), "inputs": [_stamp(f) for f in files],
-           "columns": {r: columns[r] for r in roles}, "id_column": id_column, "shard_size": shard_size}
     fields = ["row"] + (["id"] if id_column else []) + loaded.fields + ["error"]
-    try:
-        out = ShardedOutput(output, job, fields, overwrite=overwrite)
-    except FileExistsError:  # finished before: left alone
-        return {"rows": None, "errors": None, "seconds": 0.0, "texts_per_second": None, "output": output,
-                "skipped": True}
-    done = out.done
+    out = ShardedOutput(output, job, fields, shard_size)
     total = count_rows(files)
-    if done:
-        logger.warning("Resuming: %d of %d rows are done (%d shards in %s).", min(done * shard_size, total), total,
-                       done, out.parts)
-    bar = _bar(total, min(done * shard_size, total)) if progress else None
+    shards = -(-total // shard_size)
+    to_do = set(out.to_do(shards))
+    if len(to_do) < shards:
+        logger.warning("Resuming: %d of %d shards are done (%s).", shards - len(to_do), shards, out.parts)
+    bar = _bar(total, (shards - len(to_do)) * shard_size) if progress else None
     wanted = [columns[r] for r in roles] + ([id_column] if id_column else [])
     start, seen, errors = time.perf_counter(), 0, 0
-    for index, chunk in enumerate(read_chunks(files, wanted, shard_size, skip=done * shard_size), start=done):
-        rows = _predict_chunk(loaded, roles, columns, id_column, chunk)
-        errors += sum("error" in r for r in rows)
-        out.write(index, rows)
-        seen += len(chunk)
-        if bar:
-            bar.update(min(done * shard_size, total) + seen,
-                       [("texts/s", seen / max(time.perf_counter() - start, 1e-9))])
-    out.finish()
+    try:
+        first = min(to_do, default=shards)
+        for index, chunk in enumerate(read_chunks(files, wanted, shard_size, skip=first * shard_size), start=first):
+            if index not in to_do:
+                continue
+            rows = _predict_chunk(loaded, roles, columns, id_column, chunk)
+            errors += sum("error" in r for r in rows)
+            out.write(index, rows)
+            seen += len(chunk)
+            if bar:
+                bar.update(min((shards - len(to_do)) * shard_size, total) + seen,
+                           [("texts/s", seen / max(time.perf_counter() - start, 1e-9))])
+        out.finish(total)
+    except OSError as e:  # a full disk, a folder that went away: the finished shards stay
+        where = f" writing {e.filename}" if e.filename else ""
+        raise ValueError(f"{e.strerror or e}{where}: free some space (or fix the folder) and run the same command "
+                         f"again; the finished shards in {out.parts} are kept.") from None
+    except KeyboardInterrupt:
+        kept = shards - len(out.to_do(shards))
+        raise KeyboardInterrupt(f"Interrupted: {kept} of {shards} shards are finished in {out.parts}; run the same "
+                                "command again to continue.") from None
     seconds = time.perf_counter() - start
     if errors:
         logger.warning("%d rows had no text to read (null, missing or not UTF-8): their output rows hold an "
                        "`error` instead of a result.", errors)
     return {"rows": total, "errors": errors, "seconds": seconds, "texts_per_second": seen / max(seconds, 1e-9),
             "output": output, "skipped": False}
-
-
-def _stamp(path):
-    info = os.stat(path)
-    return [os.path.abspath(path), info.st_size, info.st_mtime_ns]
 
 
 def _predict_chunk(model, roles, columns, id_column, chunk):

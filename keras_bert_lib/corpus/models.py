@@ -24,6 +24,7 @@ class CorpusModel:
         rows: {role: list of str} → one result dict per row, in order.
         fields: the keys of a result dict (csv and Parquet columns).
         embeds: whether a result is {"embedding": [...]}.
+        precision: what it computes in and on, in words for the log.
     Example:
         ```python
         from keras_bert_lib.corpus.models import load_corpus_model
@@ -37,13 +38,52 @@ class CorpusModel:
     rows: Callable
     fields: list
     embeds: bool
+    precision: str = ""
 
 
-def load_corpus_model(path, command="predict", batch_size=32):
-    """The `CorpusModel` in `path`: a run folder (or its model.keras), a checkpoint folder (for
-    `embed`: a `SentenceEmbedder`, mean-pooled and L2-normalised), or a SavedModel folder (or TF
-    Serving's model folder of numbered versions, the highest served); a ValueError that says
-    what to pass for anything else.
+DTYPES = {"auto": "auto", "float32": None, "bfloat16": "bfloat16"}  # --dtype → a task model's inference_dtype
+
+
+def model_source(path, command="predict"):
+    """(kind, path) of what `load_corpus_model` reads at `path`, without reading it: ("saved_model",
+    its version folder), ("keras", the .keras file) or, for "embed", ("checkpoint", the folder); a
+    ValueError that says what to pass for anything else. A HuggingFace Hub id (embed) is resolved
+    to its cached folder first.
+
+    Example:
+        ```python
+        from keras_bert_lib.corpus.models import model_source
+        # model_source("runs/classify")   # ("keras", "runs/classify/model.keras")
+        ```
+    """
+    from keras_bert_lib.export.saved_model import saved_model_versions
+
+    if command == "embed":
+        path = resolve_checkpoint(path)  # a HuggingFace Hub id: its folder in the HF cache
+    if not os.path.exists(path):
+        raise ValueError(f"{path}: no such model; pass a fine-tuning run's folder, a checkpoint folder (embed) or "
+                         "an exported SavedModel.")
+    if os.path.isfile(os.path.join(path, "saved_model.pb")):
+        return "saved_model", path
+    versions = saved_model_versions(path)
+    if versions:
+        return "saved_model", versions[max(versions)]
+    if os.path.isfile(path) or os.path.isfile(os.path.join(path, "model.keras")):
+        return "keras", path if os.path.isfile(path) else os.path.join(path, "model.keras")
+    if command == "embed" and os.path.isdir(path):
+        return "checkpoint", path
+    raise ValueError(f"{path} is not a model: pass a fine-tuning run's folder (with model.keras), an exported "
+                     "SavedModel folder, or, for embed, a checkpoint folder (Google TF1 or HuggingFace).")
+
+
+def load_corpus_model(path, command="predict", batch_size=32, dtype="auto"):
+    """The `CorpusModel` in `path` (`model_source`): a run folder (or its model.keras), a
+    checkpoint folder (for `embed`: a `SentenceEmbedder`, mean-pooled and L2-normalised), or a
+    SavedModel folder (or TF Serving's model folder of numbered versions, the highest served).
+
+    `dtype` is what a Keras model predicts in (its `inference_dtype`): "auto" (bfloat16 weights on
+    CPUs where they pay, `compile_path.choose_inference_dtype`), "float32" or "bfloat16". A
+    SavedModel computes in what it was exported with: another `dtype` than "auto" must match it.
 
     Example:
         ```python
@@ -51,21 +91,15 @@ def load_corpus_model(path, command="predict", batch_size=32):
         # load_corpus_model("exported/saved_model", "predict").roles   # ('text',)
         ```
     """
-    if command == "embed":
-        path = resolve_checkpoint(path)  # a HuggingFace Hub id: its folder in the HF cache
-    if not os.path.exists(path):
-        raise ValueError(f"{path}: no such model; pass a fine-tuning run's folder, a checkpoint folder (embed) or "
-                         "an exported SavedModel.")
-    saved = _saved_model_folder(path)
-    if saved:
-        model = _saved_model(saved, batch_size)
-    elif os.path.isfile(path) or os.path.isfile(os.path.join(path, "model.keras")):
-        model = _keras_model(path)
-    elif command == "embed" and os.path.isdir(path):
-        model = _checkpoint_embedder(path)
+    if dtype not in DTYPES:
+        raise ValueError(f"--dtype {dtype}: one of {', '.join(DTYPES)}.")
+    kind, source = model_source(path, command)
+    if kind == "saved_model":
+        model = _saved_model(source, batch_size, dtype)
+    elif kind == "keras":
+        model = _keras_model(source, dtype)
     else:
-        raise ValueError(f"{path} is not a model: pass a fine-tuning run's folder (with model.keras), an exported "
-                         "SavedModel folder, or, for embed, a checkpoint folder (Google TF1 or HuggingFace).")
+        model = _checkpoint_embedder(source, dtype)
     if command == "embed" and not model.embeds:
         raise ValueError(f"{path} does not embed ({', '.join(model.fields)} per row); `keras-bert predict` runs it, "
                          "or embed with a checkpoint folder, an embed run or its export.")
@@ -99,21 +133,26 @@ def predict_rows(model, rows, names=None):
     return results
 
 
-def _saved_model_folder(path):
-    from keras_bert_lib.export.saved_model import saved_model_versions
+def _precision(model, dtype):
+    """Sets a Keras task model's `inference_dtype` from `dtype`; says what `predict` runs in."""
+    from keras_bert_lib.compile_path import choose_inference_dtype
 
-    if os.path.isfile(os.path.join(path, "saved_model.pb")):
-        return path
-    versions = saved_model_versions(path)
-    return versions[max(versions)] if versions else None
+    model.inference_dtype = DTYPES[dtype]
+    chosen = choose_inference_dtype(model.inference_dtype, model.encoder.layers_dtype_policy,
+                                    model.encoder.config.hidden_size)
+    if chosen == "bfloat16":
+        return ("bfloat16 weights, TensorFlow on the CPU (--dtype float32 pins float32; bfloat16 results are within "
+                "about 2e-3 of float32's)")
+    return f"{chosen or model.encoder.dtype_policy.name} weights, TensorFlow on the CPU"
 
 
-def _keras_model(path):
+def _keras_model(path, dtype):
     from keras_bert_lib.export import load_model_file
     from keras_bert_lib.models import SentenceEmbedder, TextClassifier
     from keras_bert_lib.tasks import TASKS, task_of_run
 
     model, file = load_model_file(path)
+    precision = _precision(model, dtype)
     task = task_of_run(file)
     if task is None:  # a bare .keras file: its class says what it does
         task = {SentenceEmbedder: TASKS["embed"], TextClassifier: TASKS["classify"]}.get(type(model))
@@ -123,16 +162,18 @@ def _keras_model(path):
     roles = tuple(task.prediction_columns)
     optional = tuple(r for r in roles if r not in task.serves.inputs)
     if task.name == "embed":
-        return CorpusModel(file, roles, optional, lambda columns: _embedding_rows(model, columns), ["embedding"], True)
+        return CorpusModel(file, roles, optional, lambda columns: _embedding_rows(model, columns), ["embedding"], True,
+                           precision)
     return _with_fields(CorpusModel(file, roles, optional, lambda columns: task.prediction_rows(model, columns),
-                                    [], False))
+                                    [], False, precision))
 
 
-def _checkpoint_embedder(path):
+def _checkpoint_embedder(path, dtype):
     from keras_bert_lib.models import SentenceEmbedder
 
     model = SentenceEmbedder.from_checkpoint(path)
-    return CorpusModel(path, ("text",), (), lambda columns: _embedding_rows(model, columns), ["embedding"], True)
+    return CorpusModel(path, ("text",), (), lambda columns: _embedding_rows(model, columns), ["embedding"], True,
+                       _precision(model, dtype))
 
 
 def _embedding_rows(model, columns):
@@ -141,11 +182,15 @@ def _embedding_rows(model, columns):
     return [{"embedding": v} for v in np.asarray(model.predict(list(columns["text"]), verbose=0), np.float32)]
 
 
-def _saved_model(path, batch_size):
+def _saved_model(path, batch_size, dtype):
     import tensorflow as tf
 
-    from keras_bert_lib.export.saved_model import load_text_signature, plain
+    from keras_bert_lib.export.saved_model import load_text_signature, plain, saved_model_dtype
 
+    weights = saved_model_dtype(path)
+    if dtype not in ("auto", weights):
+        raise ValueError(f"{path} holds {weights} weights, and a SavedModel computes in what it was exported with: "
+                         f"export it with --dtype {dtype}, or leave --dtype at auto.")
     signature, roles, names = load_text_signature(path)
     renamed = {"embeddings": "embedding"}
 
@@ -158,10 +203,19 @@ def _saved_model(path, batch_size):
             out = signature(**{r: tf.constant([t[i] for i in batch]) for r, t in zip(roles, texts)})
             values = {renamed.get(k, k): out[k].numpy() for k in names}
             for j, i in enumerate(batch):
-                results[i] = {k: v[j] if k == "embedding" else plain(v[j]) for k, v in values.items()}
+                results[i] = _classified({k: v[j] if k == "embedding" else plain(v[j]) for k, v in values.items()})
         return results
 
-    return _with_fields(CorpusModel(path, roles, (), rows, [], "embeddings" in names))
+    return _with_fields(CorpusModel(path, roles, (), rows, [], "embeddings" in names,
+                                    f"{weights} weights (as exported), TensorFlow on the CPU"))
+
+
+def _classified(row):
+    """A classifier's SavedModel row as a run folder's: {"label": its class name (its index where
+    the export has no names), "score": its probability}; other rows as they are."""
+    if "probabilities" not in row or "label" not in row:
+        return row
+    return {"label": row.get("class_name", row["label"]), "score": row["probabilities"][row["label"]]}
 
 
 def _with_fields(model):

@@ -1,11 +1,17 @@
-"""The output of a corpus job, written in shards that survive a kill, then joined into one file.
+"""The output of a corpus job, written in shards that survive a kill, then joined into one file
+that records what made it.
 
-While a job runs, `OUT.parts/` holds `job.json` (what made it: inputs, model, settings) and one
-file per finished shard (`part-00000.jsonl`, ...), each written whole or not at all. A rerun with
-the same job reads how many shards are done and starts after them; at the end the shards are
-joined into OUT (also atomically) and the folder goes. Formats: `.jsonl`, `.csv` (nested values
-as JSON), `.parquet` (needs pyarrow) and, for embeddings, `.npy` (rows in input order; a row with
-an error is NaN).
+While a job runs, `OUT.parts/` holds `job.json` (what makes the job: the model's and the
+inputs' bytes, the settings), one file per finished shard (`part-00000.jsonl`, ...), each
+written beside, fsynced and renamed, and `shards.json`, each finished shard's row count and
+SHA-256. A rerun with the same job checks the shards against `shards.json` and redoes a missing
+or damaged one; at the end every shard is checked again, the rows counted against the inputs',
+the shards joined into OUT (also beside, then renamed) and the folder removed. `OUT.job.json`
+records the finished output: its job, its rows and its SHA-256. So the same job run again finds
+its output finished; another job (other inputs, model or settings), or a file that the job did
+not write, is refused rather than taken for a result. Formats: `.jsonl`, `.csv` (nested values as
+JSON), `.parquet` (needs pyarrow) and, for embeddings, `.npy` (rows in input order; a row with an
+error is NaN).
 """
 
 import csv
@@ -18,6 +24,7 @@ import shutil
 import numpy as np
 
 from keras_bert_lib.atomic_write import atomic_path, atomic_write_text
+from keras_bert_lib.file_checks import fingerprint
 
 FORMATS = (".jsonl", ".csv", ".parquet", ".npy")
 
@@ -32,61 +39,130 @@ def output_format(path, embeds):
     return kind
 
 
+def record_path(path):
+    """Where the record of the finished output `path` is: `path.job.json`.
+
+    Example:
+        ```python
+        from keras_bert_lib.corpus.outputs import record_path
+        record_path("labels.jsonl")   # 'labels.jsonl.job.json'
+        ```
+    """
+    return path + ".job.json"
+
+
+def finished(path, job):
+    """Whether `path` is the finished output of `job` (its record names `job` and its bytes are the
+    ones recorded); False where there is no output yet. A ValueError, with the fix, where `path`
+    holds something else: another job's output (naming what differs), a file this library did not
+    write, or one changed since.
+
+    Example:
+        ```python
+        import os, tempfile
+        from keras_bert_lib.corpus.outputs import finished
+        assert finished(os.path.join(tempfile.mkdtemp(), "labels.jsonl"), {"model": "m"}) is False
+        ```
+    """
+    if not os.path.exists(path):
+        return False
+    fix = "pass --overwrite to replace it, or write to another --output"
+    try:
+        with open(record_path(path), encoding="utf-8") as f:
+            record = json.load(f)
+        before = record["job"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ValueError(f"{path} exists, and no keras-bert job recorded writing it ({record_path(path)} is missing "
+                         f"or damaged): {fix}.") from None
+    if before != job:
+        changed = sorted(k for k in set(before) | set(job) if before.get(k) != job.get(k))
+        raise ValueError(f"{path} holds the output of another job (it differs in {', '.join(changed)}): {fix}.")
+    if fingerprint(path) != record.get("sha256"):
+        raise ValueError(f"{path} changed after the job wrote it (its bytes are not the ones recorded): {fix}.")
+    return True
+
+
+def remove(path):
+    """Removes the output `path`, its record and its parts (`--overwrite`).
+
+    Example:
+        ```python
+        import os, tempfile
+        from keras_bert_lib.corpus.outputs import remove
+        remove(os.path.join(tempfile.mkdtemp(), "labels.jsonl"))   # nothing there: nothing to do
+        ```
+    """
+    for name in (path, record_path(path)):
+        if os.path.isfile(name):
+            os.remove(name)
+    shutil.rmtree(path + ".parts", ignore_errors=True)
+
+
 class ShardedOutput:
     """The shards of one job's output (see the module docstring).
 
     Args:
         path: the final file.
         job: a JSON-able dict that identifies the job; a rerun with another job fails instead of
-            mixing two jobs' rows (`overwrite` starts again).
+            mixing two jobs' rows (`remove` first to start again). The record of the output holds it.
         fields: the columns every row has, in order (for csv and Parquet).
+        shard_size: the rows a shard holds, part of the parts' identity (not of the output's).
     Example:
         ```python
         import os, tempfile
         from keras_bert_lib.corpus.outputs import ShardedOutput
-        out = ShardedOutput(os.path.join(tempfile.mkdtemp(), "labels.jsonl"), {"model": "m"}, ["row", "label"])
+        out = ShardedOutput(os.path.join(tempfile.mkdtemp(), "labels.jsonl"), {"model": "m"}, ["row", "label"], 10)
         out.write(0, [{"row": 0, "label": "fresh"}])
-        out.finish()
+        out.finish(rows=1)
         ```
     """
 
-    def __init__(self, path, job, fields, overwrite=False):
-        self.path, self.fields = path, list(fields)
+    def __init__(self, path, job, fields, shard_size):
+        self.path, self.job, self.fields = path, job, list(fields)
         self.kind = os.path.splitext(path)[1].lower()
         self.parts = path + ".parts"
         # A kill in the middle of a write leaves its temporary file (atomic_path's ".name-..."): never read, removed.
         folder, name = (glob.escape(p) for p in os.path.split(os.path.abspath(path)))
-        for stale in glob.glob(os.path.join(glob.escape(self.parts), ".part-*")) + glob.glob(f"{folder}/.{name}-*"):
+        for stale in glob.glob(os.path.join(glob.escape(self.parts), ".*")) + glob.glob(f"{folder}/.{name}-*"):
             os.remove(stale)
-        if overwrite:
-            shutil.rmtree(self.parts, ignore_errors=True)
-        elif os.path.exists(path):  # the join is atomic: the file exists only once every shard is in it
-            shutil.rmtree(self.parts, ignore_errors=True)  # (a kill while the parts were being removed)
-            raise FileExistsError(f"{path} exists: the job finished before. Pass --overwrite to write it again.")
-        job_file = os.path.join(self.parts, "job.json")
+        job_file, job = os.path.join(self.parts, "job.json"), {**job, "shard_size": shard_size}
         if os.path.isfile(job_file):
-            with open(job_file, encoding="utf-8") as f:
-                before = json.load(f)
+            before = self._read(job_file)
             if before != job:
                 changed = sorted(k for k in set(before) | set(job) if before.get(k) != job.get(k))
                 raise ValueError(f"{self.parts} holds part of another job (it differs in {', '.join(changed)}); "
                                  "rerun that job to finish it, or pass --overwrite to start this one.")
         else:
             atomic_write_text(job_file, json.dumps(job, indent=1))
+        self.shards = self._read(os.path.join(self.parts, "shards.json"), {})
 
-    @property
-    def done(self):
-        """How many shards are finished: 0, 1, ... in a row (a later one alone does not count)."""
-        n = 0
-        while os.path.isfile(self._part(n)):
-            n += 1
-        return n
+    def _read(self, path, default=None):
+        try:
+            with open(path, encoding="utf-8") as f:
+                return json.load(f)
+        except FileNotFoundError:
+            if default is not None:
+                return default
+            raise
+        except ValueError:
+            raise ValueError(f"{path} is damaged (not JSON): pass --overwrite to start the job again.") from None
 
     def _part(self, index):
         return os.path.join(self.parts, f"part-{index:05d}{self.kind}")
 
+    def _intact(self, index):
+        entry = self.shards.get(str(index))
+        return entry is not None and os.path.isfile(self._part(index)) and fingerprint(self._part(index)) == \
+            entry["sha256"]
+
+    def to_do(self, count):
+        """The shards of `count` that are missing or damaged (not the bytes `shards.json` recorded),
+        in order: what a rerun writes."""
+        return [i for i in range(count) if not self._intact(i)]
+
     def write(self, index, rows):
-        """Writes shard `index` (a list of row dicts) whole or not at all."""
+        """Writes shard `index` (a list of row dicts) whole or not at all, and records its rows and
+        checksum."""
         with atomic_path(self._part(index)) as tmp:
             if self.kind == ".jsonl":
                 with open(tmp, "w", encoding="utf-8") as f:
@@ -107,10 +183,26 @@ class ShardedOutput:
             else:
                 with open(tmp, "wb") as f:
                     np.save(f, _vectors(rows))
+        self.shards[str(index)] = {"rows": len(rows), "sha256": fingerprint(self._part(index))}
+        atomic_write_text(os.path.join(self.parts, "shards.json"), json.dumps(self.shards, indent=1))
 
-    def finish(self):
-        """Joins the shards into the final file (atomically) and removes the parts folder."""
-        parts = [self._part(i) for i in range(self.done)]
+    def finish(self, rows):
+        """Checks every shard against its record and their rows against `rows` (the inputs'), joins
+        them into the final file with its record (both written beside, then renamed) and removes
+        the parts folder; a ValueError names a damaged shard (removed, so that a rerun redoes it)."""
+        count = len(self.shards)
+        bad = self.to_do(count)
+        if bad:
+            for index in bad:
+                if os.path.exists(self._part(index)):
+                    os.remove(self._part(index))
+            raise ValueError(f"{self._part(bad[0])} is missing or damaged (its bytes are not the ones written): it was "
+                             "removed; run the same command again to redo it.")
+        written = sum(self.shards[str(i)]["rows"] for i in range(count))
+        if written != rows:
+            raise ValueError(f"{self.parts} holds {written} rows and the inputs {rows}: an input changed while the "
+                             "job ran; pass --overwrite to start again.")
+        parts = [self._part(i) for i in range(count)]
         with atomic_path(self.path) as tmp:
             if self.kind in (".jsonl", ".csv"):
                 with open(tmp, "wb") as out:
@@ -125,6 +217,8 @@ class ShardedOutput:
                 _join_parquet(parts, tmp)
             else:
                 _join_npy(parts, tmp)
+            record = {"job": self.job, "rows": rows, "sha256": fingerprint(tmp)}
+            atomic_write_text(record_path(self.path), json.dumps(record, indent=1))
         shutil.rmtree(self.parts)
 
 

@@ -19,6 +19,7 @@ from keras_bert_lib.data import movie_reviews
 from keras_bert_lib.export import export_saved_model
 from keras_bert_lib.models import SentenceEmbedder, TextClassifier
 from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer
+from tests.lock_holder import lock_held_elsewhere
 
 TEXTS = [r["text"] for r in csv.DictReader(open(movie_reviews()["validation"], encoding="utf-8"))][:150]
 
@@ -98,17 +99,19 @@ def test_predict_gives_labels_and_scores_of_the_classifier(models, tmp_path):
     np.testing.assert_allclose([r["score"] for r in rows], probabilities.max(1), atol=1e-5)
 
 
-def test_predict_on_an_exported_saved_model_equals_keras(models, tmp_path):
-    classifier, _ = models["classifier"]
+def test_predict_on_an_exported_saved_model_equals_the_run_folder_class_names_included(models, tmp_path):
+    classifier, path = models["classifier"]
     saved = export_saved_model(classifier, str(tmp_path / "serving"))
-    out = str(tmp_path / "served.parquet")
+    source = _inputs(tmp_path, TEXTS)[".txt"]
     # TF Serving's model folder (numbered versions) is read as its highest version
-    run_corpus_job(str(tmp_path / "serving"), [_inputs(tmp_path, TEXTS)[".txt"]], out, progress=False,
+    run_corpus_job(str(tmp_path / "serving"), [source], str(tmp_path / "served.parquet"), progress=False,
                    batch_size=16)
-    rows = _read(out)
-    assert saved.endswith("1") and len(rows) == len(TEXTS)
-    want = keras.ops.convert_to_numpy(keras.ops.softmax(classifier.predict(TEXTS, verbose=0)))
-    np.testing.assert_allclose([r["probabilities"] for r in rows], want, atol=1e-5)
+    run_corpus_job(path, [source], str(tmp_path / "keras.parquet"), progress=False)
+    served, keras_rows = _read(str(tmp_path / "served.parquet")), _read(str(tmp_path / "keras.parquet"))
+    assert saved.endswith("1") and len(served) == len(TEXTS)
+    assert [r["label"] for r in served] == [r["label"] for r in keras_rows] and {r["label"] for r in served} <= \
+        {"rotten", "fresh"}
+    np.testing.assert_allclose([r["score"] for r in served], [r["score"] for r in keras_rows], atol=1e-5)
 
 
 def test_bad_rows_get_an_error_field_and_the_rest_a_result(models, tmp_path):
@@ -172,7 +175,7 @@ def test_a_crashed_job_resumes_after_its_last_shard(models, tmp_path, monkeypatc
     with pytest.raises(RuntimeError):
         run_corpus_job(path, [source], out, command="embed", shard_size=32, progress=False)
     assert sorted(p.name for p in (tmp_path / "resumed.jsonl.parts").iterdir()) == \
-        ["job.json", "part-00000.jsonl", "part-00001.jsonl", "part-00002.jsonl"]
+        ["job.json", "part-00000.jsonl", "part-00001.jsonl", "part-00002.jsonl", "shards.json"]
     monkeypatch.setattr(corpus_outputs.ShardedOutput, "write", write)
     with pytest.raises(ValueError, match="differs in shard_size"):  # the parts of another job are not mixed in
         run_corpus_job(path, [source], out, command="embed", shard_size=50, progress=False)
@@ -185,8 +188,140 @@ def test_a_crashed_job_resumes_after_its_last_shard(models, tmp_path, monkeypatc
     assert not run_corpus_job(path, [source], out, command="embed", overwrite=True, progress=False)["skipped"]
 
 
+def test_a_nightly_job_never_reports_another_jobs_rows_as_its_own(models, tmp_path, capsys, caplog):
+    """embed A, then B, then A with another model, then A again, onto one output: each different
+    job is refused (rc 2, the output as it was) until --overwrite; the same job is finished."""
+    embedder, path = models["embedder"]
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("\n".join(TEXTS[:20]) + "\n", encoding="utf-8")
+    b.write_text("\n".join(TEXTS[20:50]) + "\n", encoding="utf-8")
+    out = str(tmp_path / "vectors.npy")
+    assert main(["embed", path, str(a), "--output", out]) == 0
+    first = np.load(out)
+    assert main(["embed", path, str(b), "--output", out]) == 2
+    assert "holds the output of another job (it differs in inputs): pass --overwrite to replace it, or write to " \
+           "another --output" in capsys.readouterr().err
+    np.testing.assert_array_equal(np.load(out), first)
+    other = tmp_path / "other.keras"
+    keras.utils.set_random_seed(1)
+    SentenceEmbedder(bert_tiny(vocab_size=30522, num_hidden_layers=1), preprocessor=_preprocessor()).save(other)
+    assert main(["embed", str(other), str(a), "--output", out]) == 2
+    assert "it differs in model" in capsys.readouterr().err
+    # the same path, another model saved there: noticed by its bytes
+    (tmp_path / "same.keras").write_bytes(open(path, "rb").read())
+    assert main(["embed", str(tmp_path / "same.keras"), str(a), "--output", out]) == 0  # the same bytes: finished
+    (tmp_path / "same.keras").write_bytes(other.read_bytes())
+    assert main(["embed", str(tmp_path / "same.keras"), str(a), "--output", out]) == 2
+    capsys.readouterr()
+    assert main(["embed", path, str(a), "--output", out]) == 0
+    assert f"{out} is finished: the same job wrote it (--overwrite writes it again)." in caplog.text
+    assert main(["embed", path, str(b), "--output", out, "--overwrite"]) == 0
+    np.testing.assert_allclose(np.load(out), embedder.predict(TEXTS[20:50], verbose=0), atol=1e-5)
+    # a file that no job wrote is not a finished output
+    (tmp_path / "mine.jsonl").write_text('{"row": 0}\n')
+    assert main(["embed", path, str(a), "--output", str(tmp_path / "mine.jsonl")]) == 2
+    assert "no keras-bert job recorded writing it" in capsys.readouterr().err
+    assert (tmp_path / "mine.jsonl").read_text() == '{"row": 0}\n'
+
+
+def test_output_errors_come_before_the_model_loads_and_a_second_job_is_refused(models, tmp_path, capsys,
+                                                                               monkeypatch):
+    from keras_bert_lib.corpus import job as corpus_job
+
+    _, path = models["embedder"]
+    source = _inputs(tmp_path, TEXTS[:4])[".txt"]
+    monkeypatch.setattr(corpus_job, "load_corpus_model", lambda *a, **k: pytest.fail("the model was loaded"))
+    (tmp_path / "a_file").write_text("")
+    assert main(["embed", path, source, "--output", str(tmp_path / "a_file" / "out.jsonl")]) == 2
+    assert "cannot write in" in capsys.readouterr().err
+    with lock_held_elsewhere(str(tmp_path / "out.jsonl.lock")) as holder:
+        assert main(["embed", path, source, "--output", str(tmp_path / "out.jsonl")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"keras-bert embed: {tmp_path / 'out.jsonl'} is being written by process {holder.pid} "
+                   "(keras-bert): wait for it to end, stop it, or choose another --output.")
+
+
+def test_predict_says_what_it_computes_in_and_dtype_is_checked_against_a_saved_model(models, tmp_path, capsys,
+                                                                                   caplog):
+    import logging
+
+    from keras_bert_lib.models import with_dtype
+
+    classifier, path = models["classifier"]
+    source = _inputs(tmp_path, TEXTS[:4])[".txt"]
+    with caplog.at_level(logging.INFO):
+        assert main(["predict", path, source, "--output", str(tmp_path / "a.jsonl"), "--dtype", "float32"]) == 0
+    assert f"Predicting with {path}: float32 weights, TensorFlow on the CPU." in caplog.text
+    export_saved_model(with_dtype(classifier, "bfloat16"), str(tmp_path / "bf16"))
+    assert main(["predict", str(tmp_path / "bf16"), source, "--output", str(tmp_path / "b.jsonl"),
+                 "--dtype", "float32"]) == 2
+    assert "holds bfloat16 weights, and a SavedModel computes in what it was exported with: export it with --dtype " \
+           "float32, or leave --dtype at auto." in capsys.readouterr().err
+
+
 @pytest.mark.slow
-def test_a_sigkill_at_a_random_point_then_a_rerun_gives_the_uninterrupted_output(models, tmp_path):
+def test_ctrl_c_is_one_line_and_the_same_command_continues(models, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    _, path = models["embedder"]
+    source = tmp_path / "texts.txt"
+    source.write_text("".join(f"{i} {t}\n" for i, t in enumerate((TEXTS * 4)[:600])), encoding="utf-8")
+    out = tmp_path / "vectors.jsonl"
+    argv = [os.path.join(os.path.dirname(sys.executable), "keras-bert"), "embed", path, str(source), "--output",
+            str(out), "--shard-size", "25"]
+    job = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 240
+    while len(list(tmp_path.glob("vectors.jsonl.parts/part-*"))) < 2 and job.poll() is None:
+        assert time.monotonic() < deadline, "no shard was written in 4 minutes"
+        time.sleep(0.05)
+    os.killpg(job.pid, signal.SIGINT)  # a terminal's Ctrl-C: the whole process group
+    _, err = job.communicate(timeout=120)
+    lines = [line for line in err.splitlines() if line.startswith("Interrupted")]
+    assert job.returncode == 130 and len(lines) == 1 and "Traceback" not in err, err[-3000:]
+    assert lines[0].endswith(f"of 24 shards are finished in {out}.parts; run the same command again to continue.")
+    done = subprocess.run(argv, capture_output=True, text=True)
+    assert done.returncode == 0 and "Resuming:" in done.stderr, done.stderr[-3000:]
+    assert [r["row"] for r in _read(str(out))] == list(range(600))
+
+
+@pytest.mark.slow
+def test_a_full_disk_is_one_line_and_the_shards_written_are_kept(models, tmp_path):
+    """A real full disk: a 2 MiB tmpfs, mostly taken by a file, holds the output."""
+    import os
+    import subprocess
+    import sys
+
+    _, path = models["embedder"]
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)], capture_output=True).returncode:
+        pytest.skip("mounting a small tmpfs needs root (CI runs as root); the full disk is not simulated")
+    try:
+        source = _inputs(tmp_path, (TEXTS * 2)[:300])[".txt"]
+        (disk / "filler").write_bytes(b"\0" * (1800 << 10))
+        out = str(disk / "vectors.jsonl")
+        command = [os.path.join(os.path.dirname(sys.executable), "keras-bert"), "embed", path, source, "--output", out,
+                   "--shard-size", "50"]
+        result = subprocess.run(command, capture_output=True, text=True)
+        errors = [line for line in result.stderr.splitlines() if line.startswith("keras-bert embed:")]
+        assert result.returncode == 2 and len(errors) == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+        assert "No space left on device" in errors[0] and "run the same command again" in errors[0]
+        kept = len(list(disk.glob("vectors.jsonl.parts/part-*")))
+        (disk / "filler").unlink()
+        result = subprocess.run(command, capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert f"Resuming: {kept} of 6 shards are done" in result.stderr
+        assert [r["row"] for r in _read(out)] == list(range(300))
+    finally:
+        subprocess.run(["umount", str(disk)])
+
+
+@pytest.mark.slow
+def test_killed_three_times_then_rerun_gives_the_uninterrupted_output(models, tmp_path):
     import os
     import random
     import signal
@@ -195,25 +330,27 @@ def test_a_sigkill_at_a_random_point_then_a_rerun_gives_the_uninterrupted_output
     import time
 
     _, path = models["embedder"]
-    texts = (TEXTS * 4)[:600]
+    texts = (TEXTS * 8)[:1200]
     source = tmp_path / "texts.txt"
     source.write_text("".join(f"{i} {t}\n" for i, t in enumerate(texts)), encoding="utf-8")
     out = tmp_path / "vectors.jsonl"
     argv = [sys.executable, "-m", "keras_bert_cli", "embed", path, str(source), "--output", str(out),
             "--shard-size", "25"]
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    job = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 240
-    while len(list(out.parent.glob("vectors.jsonl.parts/part-*"))) < 2 and job.poll() is None:
-        assert time.monotonic() < deadline, "no shard was written in 4 minutes"
-        time.sleep(0.05)
-    time.sleep(random.uniform(0, 1.5))  # somewhere among the next shards (or while joining them)
-    job.send_signal(signal.SIGKILL)
-    job.wait()
+    for kill in range(3):  # 48 shards: each run writes a few before its kill
+        shards = len(list(out.parent.glob("vectors.jsonl.parts/part-*")))
+        job = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 240
+        while len(list(out.parent.glob("vectors.jsonl.parts/part-*"))) < shards + 1 and job.poll() is None:
+            assert time.monotonic() < deadline, "no shard was written in 4 minutes"
+            time.sleep(0.02)
+        time.sleep(random.uniform(0, 0.5))  # somewhere among the next shards
+        job.send_signal(signal.SIGKILL)
+        assert job.wait() == -9, f"kill {kill + 1}: the job had finished"
     subprocess.run(argv, env=env, check=True, capture_output=True)
     got = _read(str(out))
     want = models["embedder"][0].predict([f"{i} {t}" for i, t in enumerate(texts)], verbose=0)
     assert [r["row"] for r in got] == list(range(len(texts)))  # every row once, in order
-    np.testing.assert_allclose([r["embedding"] for r in got], want, atol=1e-5)
+    np.testing.assert_allclose([r["embedding"] for r in got], want, atol=1e-5)  # float32 here: tiny widths
     assert sorted(p.name for p in out.parent.iterdir() if p.name.startswith(("vectors", ".vectors"))) == \
-        ["vectors.jsonl"]  # no parts folder, no half-written file left
+        ["vectors.jsonl", "vectors.jsonl.job.json"]  # no parts folder, lock or half-written file left

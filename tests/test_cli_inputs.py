@@ -171,3 +171,14 @@ def test_a_run_into_a_place_it_cannot_write_fails_before_training_in_one_line(ca
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"keras-bert finetune: cannot write in {out}: a file is in the way") and \
         err.endswith("choose another --output-dir.") and len(err.splitlines()) == 1, err
+
+
+def test_a_finished_quickstarts_rerun_says_it_only_exports_again(tmp_path, monkeypatch):
+    from keras_bert_lib.runs import quickstart
+
+    said = []
+    monkeypatch.setattr(quickstart, "run_finetuning", lambda config: {"held_out": {}, "exports": [{"artefact": "x"}]})
+    monkeypatch.setattr(quickstart, "export_and_compare", lambda config, finetune, log=None: [])
+    report = quickstart.run_quickstart(quickstart.QuickstartConfig(output_dir=str(tmp_path / "run")), log=said.append)
+    assert said == [f"{tmp_path / 'run'} holds the finished fine-tuning: only the exports are made again (--overwrite "
+                    "trains again)."] and report["exports"] == []

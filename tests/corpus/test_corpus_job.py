@@ -58,6 +58,15 @@ def _inputs(folder, texts):
     return paths
 
 
+def tolerance(model):
+    """How far a job's rows may be from `model.predict`'s: float32 is exact to rounding; bfloat16
+    (where `--dtype auto` picks it) moves up to about 2e-3 with the other texts of a batch."""
+    from keras_bert_lib.compile_path import choose_inference_dtype
+
+    dtype = choose_inference_dtype("auto", model.encoder.layers_dtype_policy, model.encoder.config.hidden_size)
+    return 2e-3 if dtype == "bfloat16" else 1e-5
+
+
 def _read(path):
     """The output rows of a .jsonl, .csv or .parquet file as dicts (csv cells parsed back)."""
     if path.endswith(".jsonl"):
@@ -85,7 +94,7 @@ def test_embed_writes_every_row_in_order_equal_to_predict(models, tmp_path, sour
         assert [r["row"] for r in rows] == list(range(len(TEXTS)))
         assert [r["id"] for r in rows] == [f"r{i}" for i in range(len(TEXTS))]
         got = np.array([r["embedding"] for r in rows], np.float32)
-    np.testing.assert_allclose(got, want, atol=1e-5)
+    np.testing.assert_allclose(got, want, atol=tolerance(embedder))
     assert not (tmp_path / f"vectors{output}.parts").exists()
 
 
@@ -96,7 +105,7 @@ def test_predict_gives_labels_and_scores_of_the_classifier(models, tmp_path):
     assert main(["predict", path, _inputs(tmp_path, TEXTS)[".csv"], "--output", out, "--shard-size", "64"]) == 0
     rows = _read(out)
     assert [r["label"] for r in rows] == [["rotten", "fresh"][i] for i in probabilities.argmax(1)]
-    np.testing.assert_allclose([r["score"] for r in rows], probabilities.max(1), atol=1e-5)
+    np.testing.assert_allclose([r["score"] for r in rows], probabilities.max(1), atol=tolerance(classifier))
 
 
 def test_predict_on_an_exported_saved_model_equals_the_run_folder_class_names_included(models, tmp_path):
@@ -111,7 +120,8 @@ def test_predict_on_an_exported_saved_model_equals_the_run_folder_class_names_in
     assert saved.endswith("1") and len(served) == len(TEXTS)
     assert [r["label"] for r in served] == [r["label"] for r in keras_rows] and {r["label"] for r in served} <= \
         {"rotten", "fresh"}
-    np.testing.assert_allclose([r["score"] for r in served], [r["score"] for r in keras_rows], atol=1e-5)
+    np.testing.assert_allclose([r["score"] for r in served], [r["score"] for r in keras_rows],
+                               atol=tolerance(classifier))
 
 
 def test_bad_rows_get_an_error_field_and_the_rest_a_result(models, tmp_path):
@@ -126,7 +136,7 @@ def test_bad_rows_get_an_error_field_and_the_rest_a_result(models, tmp_path):
     assert report["errors"] == 2 and [r["row"] for r in rows] == [0, 1, 2, 3, 4]
     assert [r.get("error") for r in rows] == [None, "text is null or missing", "text is null or missing", None, None]
     want = embedder.predict(["a fine film", "", "the end"], verbose=0)
-    np.testing.assert_allclose([rows[i]["embedding"] for i in (0, 3, 4)], want, atol=1e-5)
+    np.testing.assert_allclose([rows[i]["embedding"] for i in (0, 3, 4)], want, atol=tolerance(embedder))
     # bytes that are not UTF-8, in a text file and a csv
     (tmp_path / "bytes.txt").write_bytes(b"good\nbad \xff\xfe byte\nfine\n")
     (tmp_path / "bytes.csv").write_bytes(b"text\ngood\nbad \xff byte\n")
@@ -216,7 +226,7 @@ def test_a_nightly_job_never_reports_another_jobs_rows_as_its_own(models, tmp_pa
     assert main(["embed", path, str(a), "--output", out]) == 0
     assert f"{out} is finished: the same job wrote it (--overwrite writes it again)." in caplog.text
     assert main(["embed", path, str(b), "--output", out, "--overwrite"]) == 0
-    np.testing.assert_allclose(np.load(out), embedder.predict(TEXTS[20:50], verbose=0), atol=1e-5)
+    np.testing.assert_allclose(np.load(out), embedder.predict(TEXTS[20:50], verbose=0), atol=tolerance(embedder))
     # a file that no job wrote is not a finished output
     (tmp_path / "mine.jsonl").write_text('{"row": 0}\n')
     assert main(["embed", path, str(a), "--output", str(tmp_path / "mine.jsonl")]) == 2
@@ -260,35 +270,6 @@ def test_predict_says_what_it_computes_in_and_dtype_is_checked_against_a_saved_m
 
 
 @pytest.mark.slow
-def test_ctrl_c_is_one_line_and_the_same_command_continues(models, tmp_path):
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    _, path = models["embedder"]
-    source = tmp_path / "texts.txt"
-    source.write_text("".join(f"{i} {t}\n" for i, t in enumerate((TEXTS * 4)[:600])), encoding="utf-8")
-    out = tmp_path / "vectors.jsonl"
-    argv = [os.path.join(os.path.dirname(sys.executable), "keras-bert"), "embed", path, str(source), "--output",
-            str(out), "--shard-size", "25"]
-    job = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    deadline = time.monotonic() + 240
-    while len(list(tmp_path.glob("vectors.jsonl.parts/part-*"))) < 2 and job.poll() is None:
-        assert time.monotonic() < deadline, "no shard was written in 4 minutes"
-        time.sleep(0.05)
-    os.killpg(job.pid, signal.SIGINT)  # a terminal's Ctrl-C: the whole process group
-    _, err = job.communicate(timeout=120)
-    lines = [line for line in err.splitlines() if line.startswith("Interrupted")]
-    assert job.returncode == 130 and len(lines) == 1 and "Traceback" not in err, err[-3000:]
-    assert lines[0].endswith(f"of 24 shards are finished in {out}.parts; run the same command again to continue.")
-    done = subprocess.run(argv, capture_output=True, text=True)
-    assert done.returncode == 0 and "Resuming:" in done.stderr, done.stderr[-3000:]
-    assert [r["row"] for r in _read(str(out))] == list(range(600))
-
-
-@pytest.mark.slow
 def test_a_full_disk_is_one_line_and_the_shards_written_are_kept(models, tmp_path):
     """A real full disk: a 2 MiB tmpfs, mostly taken by a file, holds the output."""
     import os
@@ -321,7 +302,10 @@ def test_a_full_disk_is_one_line_and_the_shards_written_are_kept(models, tmp_pat
 
 
 @pytest.mark.slow
-def test_killed_three_times_then_rerun_gives_the_uninterrupted_output(models, tmp_path):
+def test_killed_twice_and_interrupted_once_then_rerun_gives_the_uninterrupted_output(models, tmp_path):
+    """SIGKILL, then Ctrl-C (SIGINT to the process group, as a terminal sends it: one line, rc
+    130), then SIGKILL again, each at a random point among the shards; the same command then
+    finishes with every row once, as the job left alone writes them."""
     import os
     import random
     import signal
@@ -329,28 +313,36 @@ def test_killed_three_times_then_rerun_gives_the_uninterrupted_output(models, tm
     import sys
     import time
 
-    _, path = models["embedder"]
+    embedder, path = models["embedder"]
     texts = (TEXTS * 8)[:1200]
     source = tmp_path / "texts.txt"
     source.write_text("".join(f"{i} {t}\n" for i, t in enumerate(texts)), encoding="utf-8")
     out = tmp_path / "vectors.jsonl"
-    argv = [sys.executable, "-m", "keras_bert_cli", "embed", path, str(source), "--output", str(out),
-            "--shard-size", "25"]
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    for kill in range(3):  # 48 shards: each run writes a few before its kill
+    argv = [os.path.join(os.path.dirname(sys.executable), "keras-bert"), "embed", path, str(source), "--output",
+            str(out), "--shard-size", "25"]
+    for signal_number in (signal.SIGKILL, signal.SIGINT, signal.SIGKILL):  # 48 shards: a few written each time
         shards = len(list(out.parent.glob("vectors.jsonl.parts/part-*")))
-        job = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        job = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
         deadline = time.monotonic() + 240
         while len(list(out.parent.glob("vectors.jsonl.parts/part-*"))) < shards + 1 and job.poll() is None:
             assert time.monotonic() < deadline, "no shard was written in 4 minutes"
             time.sleep(0.02)
         time.sleep(random.uniform(0, 0.5))  # somewhere among the next shards
-        job.send_signal(signal.SIGKILL)
-        assert job.wait() == -9, f"kill {kill + 1}: the job had finished"
-    subprocess.run(argv, env=env, check=True, capture_output=True)
+        os.killpg(job.pid, signal_number)
+        _, err = job.communicate(timeout=120)
+        if signal_number == signal.SIGINT:
+            lines = [line for line in err.splitlines() if line.startswith("Interrupted")]
+            assert job.returncode == 130 and len(lines) == 1 and "Traceback" not in err, err[-3000:]
+            assert lines[0].endswith(f" of 48 shards are finished in {out}.parts; run the same command again to "
+                                     "continue.")
+        else:
+            assert job.returncode == -9, "the job had finished before its kill"
+    done = subprocess.run(argv, capture_output=True, text=True)
+    assert done.returncode == 0 and "Resuming:" in done.stderr, done.stderr[-3000:]
     got = _read(str(out))
-    want = models["embedder"][0].predict([f"{i} {t}" for i, t in enumerate(texts)], verbose=0)
+    want = embedder.predict([f"{i} {t}" for i, t in enumerate(texts)], verbose=0)
     assert [r["row"] for r in got] == list(range(len(texts)))  # every row once, in order
-    np.testing.assert_allclose([r["embedding"] for r in got], want, atol=1e-5)  # float32 here: tiny widths
+    np.testing.assert_allclose([r["embedding"] for r in got], want, atol=tolerance(embedder))
     assert sorted(p.name for p in out.parent.iterdir() if p.name.startswith(("vectors", ".vectors"))) == \
         ["vectors.jsonl", "vectors.jsonl.job.json"]  # no parts folder, lock or half-written file left

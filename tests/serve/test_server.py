@@ -263,6 +263,14 @@ def test_batching_serves_concurrent_clients_faster_and_sigterm_drains_the_reques
         slow.join(120)
         assert answers and answers[0][0] == 200 and len(answers[0][1]["predictions"]) == 1000
         assert process.wait(60) is not None
+    # Started again at once on the port it left (bound with SO_REUSEADDR), then Ctrl-C: a clean stop.
+    port = int(alone.rsplit(":", 1)[1])
+    with running_server([f"embedder={folder / 'embedder'}"], str(folder), port=port) as (again, process):
+        assert again == alone and call(again, "POST", "/v1/models/embedder:predict", {"instances": TEXTS})[0] == 200
+        process.send_signal(signal.SIGINT)
+        assert process.wait(60) in (0, 130)
+        log = open(process.log_path, encoding="utf-8").read()
+        assert "Traceback" not in log and "Stopped; the requests in flight were answered." in log, log[-3000:]
     median = {name: sorted(results, key=lambda r: r["requests_per_second"])[1] for name, results in rounds.items()}
     ratio = median["batched"]["requests_per_second"] / median["unbatched"]["requests_per_second"]
     print(f"batched {median['batched']['requests_per_second']:.0f} req/s (p99 {median['batched']['p99_ms']:.0f} ms), "

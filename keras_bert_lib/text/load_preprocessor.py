@@ -110,7 +110,8 @@ def load_preprocessor(path, sequence_length=128, lowercase=None, truncate="round
         if found is None:
             raise ValueError(f"Nothing in {folder} says whether its model is cased (no tokenizer_config.json "
                              "do_lower_case, no tokenizer.json, no 'uncased'/'cased' in the folder name): "
-                             "pass lowercase=True (uncased) or lowercase=False (cased).")
+                             "pass --lowercase true (uncased) or --lowercase false (cased); lowercase=True or "
+                             "False in Python.")
         lowercase, strip_accents, _ = found
     if config is not None and sequence_length > config.max_sequence_length:
         raise ValueError(f"sequence_length={sequence_length} is longer than this encoder's "

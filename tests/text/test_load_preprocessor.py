@@ -34,7 +34,7 @@ def test_casing_comes_from_the_files_or_the_folder_name(tmp_path):
 
 
 def test_a_folder_that_does_not_say_its_casing_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="pass lowercase=True"):
+    with pytest.raises(ValueError, match=r"pass --lowercase true \(uncased\) or --lowercase false \(cased\)"):
         load_preprocessor(_folder(tmp_path, "plain", {}))
 
 

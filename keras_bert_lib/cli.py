@@ -243,7 +243,8 @@ def _corpus_flags(parser, command):
                         help="files or globs: .txt (one text per line), .csv, .tsv, .jsonl, .parquet")
     parser.add_argument("--output", required=True,
                         help=".jsonl, .csv or .parquet" + (", or .npy (embeddings only)" if command == "embed" else "")
-                        + "; shards go to OUTPUT.parts/ until the end (required)")
+                        + "; shards go to OUTPUT.parts/ until the end, and OUTPUT.job.json records the job that wrote "
+                          "it (required)")
     parser.add_argument("--text-column", help="the column of the (first) text (default: the task's name for it: text, "
                                               "or question for answer spans); a .txt file's lines are its text")
     parser.add_argument("--text-pair-column", help="the column of the second text of a pair (default: text_pair, or "

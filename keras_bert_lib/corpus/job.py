@@ -1,5 +1,6 @@
 """`keras-bert predict` / `keras-bert embed`: a model over a corpus, streamed, in resumable shards."""
 
+import errno
 import logging
 import os
 import shutil
@@ -103,13 +104,14 @@ def _run(loaded, files, output, job, text_column, text_pair_column, id_column, s
             out.write(index, rows)
             seen += len(chunk)
             if bar:
-                bar.update(min((shards - len(to_do)) * shard_size, total) + seen,
+                bar.update(min((shards - len(to_do)) * shard_size + seen, total),
                            [("texts/s", seen / max(time.perf_counter() - start, 1e-9))])
         out.finish(total)
     except OSError as e:  # a full disk, a folder that went away: the finished shards stay
         where = f" writing {e.filename}" if e.filename else ""
-        raise ValueError(f"{e.strerror or e}{where}: free some space (or fix the folder) and run the same command "
-                         f"again; the finished shards in {out.parts} are kept.") from None
+        fix = "free some space" if e.errno == errno.ENOSPC else "mend that"
+        raise ValueError(f"{e.strerror or e}{where}: {fix} and run the same command again; the finished shards in "
+                         f"{out.parts} are kept.") from None
     except KeyboardInterrupt:
         kept = shards - len(out.to_do(shards))
         raise KeyboardInterrupt(f"Interrupted: {kept} of {shards} shards are finished in {out.parts}; run the same "

@@ -130,7 +130,7 @@ class ChecksInputs:
     def get_compile_config(self):
         config = super().get_compile_config()
         optimizer = getattr(self, "optimizer", None)
-        if config is not None:  # whether the file holds the optimizer's slots, for compile_from_config
+        if config:  # compiled: whether the file holds the optimizer's slots, for compile_from_config
             config = {**config, "optimizer_built": bool(optimizer is not None and optimizer.built)}
         return config
 

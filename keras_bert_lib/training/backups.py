@@ -89,9 +89,10 @@ def save_backup(model, folder, epoch, keep=2):
 
 def restore_backup(model, folder):
     """Restores the newest backup in `folder` that loads into `model` (its weights, its
-    optimizer's state and its seed generators); returns its epoch, or 0 where none loads (the run
-    starts from the beginning). A damaged backup is named in a warning and the one before it is
-    tried; staging folders that a kill left are removed. The optimizer must be built.
+    optimizer's state and its seed generators); returns its epoch, or 0 where there is none (the
+    run starts from the beginning). A damaged backup is named in a warning and the one before it
+    is tried; where none loads, a ValueError says so (a half-loaded model never trains on).
+    Staging folders that a kill left are removed. The optimizer must be built.
 
     Example:
         ```python
@@ -116,10 +117,12 @@ def restore_backup(model, folder):
                 variable.assign(value)
             return epoch
         except (OSError, ValueError, KeyError, TypeError) as e:  # truncated, corrupt, or of another model
-            then = (f"resuming from the backup of epoch {found[i + 1][0]}" if i + 1 < len(found)
-                    else "no backup is left: training starts from the beginning")
-            logger.warning("The backup of epoch %d (%s) does not load (%s): %s.", epoch, path,
-                           str(e).splitlines()[0] if str(e) else type(e).__name__, then)
+            why = str(e).splitlines()[0] if str(e) else type(e).__name__
+            if i + 1 == len(found):
+                raise ValueError(f"No backup in {folder} loads (the last, of epoch {epoch}: {why}): pass --overwrite "
+                                 "to start the run again.") from None
+            logger.warning("The backup of epoch %d (%s) does not load (%s): resuming from the backup of epoch %d.",
+                           epoch, path, why, found[i + 1][0])
     return 0
 
 

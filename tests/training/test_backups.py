@@ -65,9 +65,8 @@ def test_a_damaged_newest_backup_falls_back_to_the_one_before_with_a_line(tmp_pa
         np.testing.assert_array_equal(a, b)
     assert not os.path.exists(os.path.join(folder, ".epoch-0003-abcd"))
     (tmp_path / "backup" / "epoch-0001" / "state.json").write_text("{not json")
-    with caplog.at_level(logging.WARNING):
-        assert restore_backup(_model(), folder) == 0
-    assert "no backup is left: training starts from the beginning" in caplog.text
+    with pytest.raises(ValueError, match=r"No backup in .*backup loads \(the last, of epoch 1: .*\): pass --overwrite"):
+        restore_backup(_model(), folder)
 
 
 def test_a_second_writer_is_refused_naming_the_first_and_a_dead_ones_lock_is_taken_over(tmp_path):

@@ -4,6 +4,7 @@ from keras_bert_lib.backend_check import require_tensorflow_backend
 
 require_tensorflow_backend("training", also=("jax",))
 
+from keras_bert_lib.training.backups import EpochBackups
 from keras_bert_lib.training.callbacks import PeriodicCheckpoints, StopOnNonFiniteLoss
 from keras_bert_lib.training.curves import plot_curves, read_history
 from keras_bert_lib.training.keras_mends import mend_fit
@@ -12,5 +13,6 @@ from keras_bert_lib.training.optimizers import create_optimizer
 from keras_bert_lib.training.schedules import WarmupLinearDecay
 from keras_bert_lib.training.strategy import create_strategy
 
-__all__ = ["LoopConfig", "PeriodicCheckpoints", "StopOnNonFiniteLoss", "WarmupLinearDecay", "create_optimizer",
-           "create_strategy", "mend_fit", "plot_curves", "prepare_output_dir", "read_history", "train"]
+__all__ = ["EpochBackups", "LoopConfig", "PeriodicCheckpoints", "StopOnNonFiniteLoss", "WarmupLinearDecay",
+           "create_optimizer", "create_strategy", "mend_fit", "plot_curves", "prepare_output_dir", "read_history",
+           "train"]

@@ -40,6 +40,10 @@ _GOOGLE_IGNORED = {
 }
 
 
+# HuggingFace model types that are another's architecture: RoBERTa's with its own vocabulary.
+HF_SAME_ARCHITECTURE = {"xlm-roberta": "roberta", "camembert": "roberta"}
+
+
 @dataclasses.dataclass(frozen=True)
 class EncoderConfig:
     """The hyper-parameters of one encoder: BERT, ALBERT, DistilBERT or RoBERTa shape.
@@ -229,9 +233,10 @@ class EncoderConfig:
     # --- HuggingFace config.json ----------------------------------------------------------
     @classmethod
     def from_hf_json(cls, text_or_path) -> "EncoderConfig":
-        """Reads a HuggingFace `config.json` of model_type bert, albert, distilbert or roberta."""
+        """Reads a HuggingFace `config.json` of model_type bert, albert, distilbert or roberta (XLM-R
+        and CamemBERT are RoBERTa's architecture with other vocabularies)."""
         data = _read_json(text_or_path)
-        model_type = data.get("model_type")
+        model_type = HF_SAME_ARCHITECTURE.get(data.get("model_type"), data.get("model_type"))
         act_key = "activation" if model_type == "distilbert" else "hidden_act"
         act = data.get(act_key, "gelu")
         if act not in _HF_ACT:
@@ -250,7 +255,7 @@ class EncoderConfig:
             )
         if model_type not in ("bert", "albert", "roberta"):
             raise ValueError(
-                f"HF model_type={model_type!r}: expected bert, albert, distilbert or roberta."
+                f"HF model_type={model_type!r}: expected bert, albert, distilbert, roberta or xlm-roberta."
             )
         if data.get("position_embedding_type", "absolute") != "absolute":
             raise ValueError("Only position_embedding_type='absolute' is supported.")

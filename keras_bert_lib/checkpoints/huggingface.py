@@ -7,7 +7,7 @@ import numpy as np
 
 from keras_bert_lib.atomic_write import default_mode
 from keras_bert_lib.checkpoints.lazy_tensors import LazyTensors
-from keras_bert_lib.config import EncoderConfig
+from keras_bert_lib.config import HF_SAME_ARCHITECTURE, EncoderConfig
 from keras_bert_lib.file_checks import read_json
 
 
@@ -55,7 +55,8 @@ def read(config_file, weights_file):
         with safe_open(weights_file, framework="np") as f:
             return f.get_tensor(name)
 
-    return config, raw["model_type"], LazyTensors(shapes, load)
+    model_type = HF_SAME_ARCHITECTURE.get(raw["model_type"], raw["model_type"])
+    return config, model_type, LazyTensors(shapes, load)
 
 
 def write(tensors, config, folder, architecture, extra_config=None):

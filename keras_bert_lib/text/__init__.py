@@ -1,5 +1,5 @@
-"""Text → ids in the TensorFlow graph: WordPiece, packing, vocabularies, a built-in corpus, and
-the windows of long contexts for question answering.
+"""Text → ids in the TensorFlow graph: WordPiece, SentencePiece, byte-level BPE, packing,
+vocabularies, a built-in corpus, and the windows of long contexts for question answering.
 
 tensorflow-text is imported only when a tokenizer is built, so the encoders, checkpoints and
 ONNX export work without it.
@@ -9,9 +9,11 @@ from keras_bert_lib.backend_check import require_tensorflow_backend
 
 require_tensorflow_backend("text", also=("jax",))
 
+from keras_bert_lib.text.byte_pair_tokenizer import BytePairTokenizer
 from keras_bert_lib.text.load_preprocessor import load_preprocessor
 from keras_bert_lib.text.packer import BertPacker
 from keras_bert_lib.text.preprocessor import BertPreprocessor
+from keras_bert_lib.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from keras_bert_lib.text.squad_features import SquadFeatures, squad_features
 from keras_bert_lib.text.squad_windows import best_span, doc_windows, max_context_window
 from keras_bert_lib.text.stdlib_corpus import build_stdlib_corpus
@@ -27,6 +29,8 @@ from keras_bert_lib.text.wordpiece_tokenizer import WordPieceTokenizer
 __all__ = [
     "BertPacker",
     "BertPreprocessor",
+    "BytePairTokenizer",
+    "SentencePieceTokenizer",
     "SPECIAL_TOKENS",
     "SquadFeatures",
     "TokenFeatures",

@@ -5,7 +5,8 @@ import tensorflow as tf
 
 from keras_bert_lib.text.tf_text import import_tensorflow_text
 
-TRUNCATIONS = ("round_robin", "waterfall")
+TRUNCATIONS = ("round_robin", "waterfall", "longest_first")
+PACKINGS = ("bert", "roberta")  # [CLS] a [SEP] b [SEP] with segments 0/1; <s> a </s></s> b </s>, one segment
 PADDINGS = ("longest", "max_length")  # HuggingFace's words
 
 
@@ -38,7 +39,9 @@ class BertPacker(keras.layers.Layer):
 
     Segments are first trimmed to fit `sequence_length` with tensorflow-text's trimmers:
     `round_robin` takes one token from each segment in turn (BERT's pair truncation keeps the
-    segments balanced), `waterfall` fills the first segment first. Segment ids are 0 for
+    segments balanced; Google's BERT gives an odd token to the first), `longest_first` is
+    HuggingFace tokenizers' (the same, but an odd token goes to the longer, or the second when
+    equal), `waterfall` fills the first segment first. Segment ids are 0 for
     `[CLS]`, the first segment and its `[SEP]`, then 1, 2, … ; the mask is 1 on every real token.
 
     Args:
@@ -52,6 +55,7 @@ class BertPacker(keras.layers.Layer):
             `pad_to_multiple_of`, at most `sequence_length`), as HuggingFace's tokenizers say.
         pad_to_multiple_of: int or None. With "longest", the widths are multiples of it, so a
             compiled model sees few shapes (XLA compiles one program per width).
+        packing: "bert" or "roberta" (`<s> a </s></s> b </s>`, one segment id), see `pack_segments`.
     Call arguments:
         segments: an int RaggedTensor (B, None), or a tuple of them (one per segment).
     Returns:
@@ -69,7 +73,7 @@ class BertPacker(keras.layers.Layer):
     """
 
     def __init__(self, sequence_length, start_id, end_id, pad_id=0, truncate="round_robin", padding="max_length",
-                 pad_to_multiple_of=None, **kwargs):
+                 pad_to_multiple_of=None, packing="bert", **kwargs):
         super().__init__(**kwargs)
         check_truncate(truncate)
         check_padding(padding, pad_to_multiple_of)
@@ -80,13 +84,14 @@ class BertPacker(keras.layers.Layer):
         self.truncate = truncate
         self.padding = padding
         self.pad_to_multiple_of = pad_to_multiple_of
+        self.packing = packing
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
         self.built = True
 
     def call(self, segments):
         return pack_segments(segments, self.sequence_length, self.start_id, self.end_id, self.pad_id, self.truncate,
-                             self.padding, self.pad_to_multiple_of)
+                             self.padding, self.pad_to_multiple_of, self.packing)
 
     def compute_output_spec(self, segments):
         first = segments[0] if isinstance(segments, (list, tuple)) else segments
@@ -99,12 +104,17 @@ class BertPacker(keras.layers.Layer):
     def get_config(self):
         return {**super().get_config(), "sequence_length": self.sequence_length,
                 "start_id": self.start_id, "end_id": self.end_id, "pad_id": self.pad_id,
-                "truncate": self.truncate, "padding": self.padding, "pad_to_multiple_of": self.pad_to_multiple_of}
+                "truncate": self.truncate, "padding": self.padding, "pad_to_multiple_of": self.pad_to_multiple_of,
+                "packing": self.packing}
 
 
 def pack_segments(segments, sequence_length, start_id, end_id, pad_id=0, truncate="round_robin", padding="max_length",
-                  pad_to_multiple_of=None):
+                  pad_to_multiple_of=None, packing="bert"):
     """`BertPacker`'s computation as a function: ragged segments → the encoder's three (B, T) inputs.
+
+    `packing="bert"` gives `[CLS] a [SEP] b [SEP]` with segment ids 0 then 1 (BERT, ALBERT);
+    "roberta" gives `<s> a </s></s> b </s>`, every segment id 0 (RoBERTa, XLM-R), as HuggingFace's
+    tokenizers pack them.
 
     Example:
         ```python
@@ -117,14 +127,23 @@ def pack_segments(segments, sequence_length, start_id, end_id, pad_id=0, truncat
     check_truncate(truncate)
     check_padding(padding, pad_to_multiple_of)
     tft = import_tensorflow_text("BertPacker (and BertPreprocessor)")
+    if packing not in PACKINGS:
+        raise ValueError(f"packing={packing!r} is not one of {PACKINGS}.")
     segments = list(segments) if isinstance(segments, (list, tuple)) else [segments]
-    room = sequence_length - len(segments) - 1  # [CLS] and one [SEP] per segment
+    doubled = packing == "roberta" and len(segments) > 1
+    room = sequence_length - special_count(len(segments), packing)
     if room < len(segments):
         raise ValueError(f"sequence_length={sequence_length} leaves no room for "
                          f"{len(segments)} segment(s) and their special tokens.")
     segments = [tf.cast(s, tf.int32) for s in segments]
-    trimmer = (tft.RoundRobinTrimmer if truncate == "round_robin" else tft.WaterfallTrimmer)(room)
-    trimmed = trimmer.trim(segments)
+    if truncate == "longest_first" and len(segments) == 2:
+        trimmed = _longest_first(segments, room)
+    else:
+        trimmer = tft.WaterfallTrimmer if truncate == "waterfall" else tft.RoundRobinTrimmer
+        trimmed = trimmer(room).trim(segments)
+    if doubled:  # </s></s> between segments: each later segment starts with a second </s>
+        trimmed = trimmed[:1] + [tf.concat([tf.fill(tf.stack([s.nrows(out_type=tf.int32), 1]), end_id), s], 1)
+                                 for s in trimmed[1:]]
     width = sequence_length
     if padding == "longest":
         # [CLS] + each segment and its [SEP]; an empty batch still gets a width of one multiple.
@@ -132,10 +151,31 @@ def pack_segments(segments, sequence_length, start_id, end_id, pad_id=0, truncat
         longest = tf.reduce_max(tf.concat([tokens, [1]], 0))
         multiple = pad_to_multiple_of or 1
         width = tf.minimum((longest + multiple - 1) // multiple * multiple, sequence_length)
-    return _combine(trimmed, width, start_id, end_id, pad_id)
+    return _combine(trimmed, width, start_id, end_id, pad_id, one_segment=packing == "roberta")
 
 
-def _combine(segments, width, start_id, end_id, pad_id):
+def _longest_first(segments, room):
+    """HuggingFace's `longest_first` for a pair: the shorter keeps min(its length, what leaves the
+    longer as long), and when both pass half, the longer gets room // 2 plus the odd token."""
+    a, b = segments
+    n1, n2 = tf.cast(a.row_lengths(), tf.int32), tf.cast(b.row_lengths(), tf.int32)
+    short, long = tf.minimum(n1, n2), tf.maximum(n1, n2)
+    long_keep = tf.minimum(long, tf.maximum(short, room - short))
+    both_cut = short + long_keep > room
+    short_keep = tf.where(both_cut, room // 2, short)
+    long_keep = tf.where(both_cut, room - room // 2, long_keep)
+    keep1, keep2 = tf.where(n1 > n2, long_keep, short_keep), tf.where(n1 > n2, short_keep, long_keep)
+    return [tf.ragged.boolean_mask(s, tf.ragged.range(s.row_lengths(), row_splits_dtype=s.row_splits.dtype)
+                                   < tf.cast(k, s.row_splits.dtype)[:, None]) for s, k in ((a, keep1), (b, keep2))]
+
+
+def special_count(segments, packing="bert"):
+    """How many special tokens `segments` texts take when packed: [CLS] and a [SEP] each, and
+    RoBERTa's second </s> between two."""
+    return segments + 1 + (segments - 1) * (packing == "roberta")
+
+
+def _combine(segments, width, start_id, end_id, pad_id, one_segment=False):
     """`[CLS] a [SEP] b [SEP] [PAD]…` of `width` tokens from trimmed ragged segments, in dense ops
     only: TFLite has kernels for these and for RaggedTensorToTensor, not for the RaggedGather that
     `tensorflow_text.combine_segments` runs (so a `.tflite` file can take text)."""
@@ -151,7 +191,7 @@ def _combine(segments, width, start_id, end_id, pad_id):
         inside = (positions >= start) & (positions < end)
         pieces = tf.gather(dense, tf.clip_by_value(positions - start, 0, width - 1), batch_dims=1)
         token_ids = tf.where(inside, pieces, tf.where(positions == end, end_id, token_ids))
-        segment_ids = tf.where(inside | (positions == end), index, segment_ids)
+        segment_ids = tf.where(inside | (positions == end), 0 if one_segment else index, segment_ids)
         start = end + 1
     return {"token_ids": token_ids, "segment_ids": segment_ids,
             "padding_mask": tf.cast(positions < start, tf.int32)}

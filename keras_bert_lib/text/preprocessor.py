@@ -3,8 +3,12 @@
 import keras
 import tensorflow as tf
 
-from keras_bert_lib.text.packer import check_padding, check_truncate, pack_segments
+from keras_bert_lib.text.byte_pair_tokenizer import BytePairTokenizer
+from keras_bert_lib.text.packer import check_padding, check_truncate, pack_segments, special_count
+from keras_bert_lib.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from keras_bert_lib.text.wordpiece_tokenizer import WordPieceTokenizer
+
+TOKENIZERS = (WordPieceTokenizer, SentencePieceTokenizer, BytePairTokenizer)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
@@ -22,11 +26,14 @@ class BertPreprocessor(keras.layers.Layer):
     `padding="max_length"` gives every batch `sequence_length` columns (static shapes, for TPUs
     and for files that want them).
 
+    The packing follows the tokenizer's family: `[CLS] A [SEP] B [SEP]` with segments 0/1 (BERT,
+    ALBERT), or `<s> A </s></s> B </s>` with one segment (RoBERTa, XLM-R).
+
     Args:
-        tokenizer: WordPieceTokenizer.
+        tokenizer: WordPieceTokenizer, SentencePieceTokenizer or BytePairTokenizer.
         sequence_length: int. The most tokens a text (pair) keeps, [CLS] and [SEP]s included;
             longer ones are cut (at most the encoder's positions, 512 for BERT).
-        truncate: "round_robin" or "waterfall" (see BertPacker).
+        truncate: "round_robin", "waterfall" or "longest_first" (see BertPacker).
         padding: "longest" (default) or "max_length", HuggingFace's words.
         pad_to_multiple_of: int or None. With "longest", widths are multiples of it (default 8).
     Call arguments:
@@ -51,8 +58,9 @@ class BertPreprocessor(keras.layers.Layer):
         super().__init__(**kwargs)
         if isinstance(tokenizer, dict):
             tokenizer = keras.saving.deserialize_keras_object(tokenizer)
-        if not isinstance(tokenizer, WordPieceTokenizer):
-            raise ValueError(f"tokenizer must be a WordPieceTokenizer, not {type(tokenizer).__name__}.")
+        if not isinstance(tokenizer, TOKENIZERS):
+            raise ValueError(f"tokenizer must be a WordPieceTokenizer, SentencePieceTokenizer or BytePairTokenizer, "
+                             f"not {type(tokenizer).__name__}.")
         check_truncate(truncate)
         check_padding(padding, pad_to_multiple_of)
         self.tokenizer = tokenizer
@@ -78,10 +86,11 @@ class BertPreprocessor(keras.layers.Layer):
         t = self.tokenizer
         pieces = [t(x[None] if scalar else x) for x in texts]
         out = pack_segments(pieces, self.sequence_length, t.cls_id, t.sep_id, t.pad_id, self.truncate, self.padding,
-                            self.pad_to_multiple_of)
+                            self.pad_to_multiple_of, t.packing)
         cut = None
         if lengths:  # the graphs that serve (SavedModel, TFLite) never build this
-            cut = sum(tf.cast(p.row_lengths(), tf.int32) for p in pieces) + len(pieces) + 1 > self.sequence_length
+            specials = special_count(len(pieces), t.packing)
+            cut = sum(tf.cast(p.row_lengths(), tf.int32) for p in pieces) + specials > self.sequence_length
         if scalar:
             return {k: v[0] for k, v in out.items()}, None if cut is None else cut[0]
         return out, cut

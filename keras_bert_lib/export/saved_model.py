@@ -18,7 +18,7 @@ def export_saved_model(model, base_dir, preprocessor=None, version=1, pair=None)
         `serving_default`: raw strings, `text` (and `text_pair` for pair tasks) of shape (B,);
             the tokenizer and packer run in the graph (tensorflow-text's ops: a server or process
             that loads it imports `tensorflow_text`). Texts longer than the preprocessor's
-            sequence length are truncated (round robin for pairs); invalid UTF-8 bytes are dropped.
+            sequence length are truncated (as the preprocessor says for pairs); invalid UTF-8 bytes are dropped.
             Without a preprocessor it is the same as `serving_ids`.
         `serving_ids`: int32 `token_ids`, `segment_ids`, `padding_mask` of shape (B, T).
     Both return the task's named outputs (`export.signatures.output_names`): `probabilities` and
@@ -26,7 +26,8 @@ def export_saved_model(model, base_dir, preprocessor=None, version=1, pair=None)
     every fine-tuning run's is) for a classifier, `embeddings`, `score` (cross-encoder), `start_logits`/`end_logits`,
     `logits`/`tag_ids`, or `sequence_output`/`pooled_output` for an encoder. Each weight is stored
     once (Keras' own `model.export` stores every variable twice, keras-team/keras#23553); the
-    vocabulary is also written as `assets/vocab.txt` for clients. The folder appears whole or not
+    tokenizer's files (`vocab.txt`, `spiece.model`, `vocab.json` + `merges.txt`) are also written under
+    `assets/` for clients. The folder appears whole or not
     at all (written beside, then renamed), and an existing version is never overwritten.
 
     Args:
@@ -50,11 +51,10 @@ def export_saved_model(model, base_dir, preprocessor=None, version=1, pair=None)
         raise FileExistsError(f"{target} exists: TF Serving serves a version as it was written; export "
                               f"version={version + 1} (or delete the folder).")
     module = ServingModule(model, preprocessor, pair, class_names=True)
-    if module.preprocessor is not None:
-        vocab = os.path.join(tempfile.mkdtemp(), "vocab.txt")
-        with open(vocab, "w", encoding="utf-8") as f:
-            f.write("\n".join(module.preprocessor.tokenizer.vocabulary) + "\n")
-        module.vocabulary = tf.saved_model.Asset(vocab)
+    if module.preprocessor is not None:  # the tokenizer's files (vocab.txt, spiece.model, …) for clients
+        files = tempfile.mkdtemp()
+        module.preprocessor.tokenizer.save_assets(files)
+        module.tokenizer_files = [tf.saved_model.Asset(os.path.join(files, name)) for name in sorted(os.listdir(files))]
     os.makedirs(os.fspath(base_dir), exist_ok=True)
     staging = tempfile.mkdtemp(dir=os.fspath(base_dir), prefix=f".{version}-")
     try:

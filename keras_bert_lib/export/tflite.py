@@ -1,6 +1,7 @@
 """TFLite for phones: the ids model in built-in ops, optionally quantized, or with the tokenizer inside."""
 
 import contextlib
+import logging
 import os
 import sys
 import tempfile
@@ -11,6 +12,8 @@ import tensorflow as tf
 from keras_bert_lib.atomic_write import atomic_write_text
 from keras_bert_lib.export.signatures import ServingModule, agreement, check_batch
 from keras_bert_lib.export.tflite_text import TFLiteTextModule, register_text_ops
+
+logger = logging.getLogger(__name__)
 
 # Strings on which the file's tokenizer must give the SavedModel's ids exactly (tflite_text says
 # where the two normalisers differ: none of these).
@@ -69,7 +72,15 @@ def export_tflite(model, path, quantization=None, preprocessor=None, representat
     if quantization == "int8" and representative_data is None:
         raise ValueError("quantization='int8' calibrates activations: pass representative_data, an iterable of id "
                          "dicts (token_ids, segment_ids, padding_mask) of real text.")
-    text = text and (preprocessor is not None or getattr(model, "preprocessor", None) is not None)
+    preprocessor = preprocessor if preprocessor is not None else getattr(model, "preprocessor", None)
+    text = text and preprocessor is not None
+    if text and type(preprocessor.tokenizer).__name__ != "WordPieceTokenizer":
+        # LiteRT has kernels for WordPiece only among ours: SentencePiece's clean-up runs regex and
+        # Unicode normalisation ops, byte-level BPE a loop over hash tables (docs/export.md).
+        logger.info("A text-in TFLite file takes WordPiece only; this model's tokenizer is %s, so the file "
+                    "takes ids (tokenize in the app with the model's tokenizer files).",
+                    type(preprocessor.tokenizer).__name__)
+        text = False
     if text and quantization == "int8":
         raise ValueError("quantization='int8' calibrates the ids signature only: export with text=False and "
                          "tokenize in the app, or use 'dynamic_int8' for a text-in file.")

@@ -19,7 +19,8 @@ from keras_bert_lib.checkpoints.hub import hub_id, resolve_checkpoint
 from keras_bert_lib.compile_path import choose_training_dtype
 from keras_bert_lib.models import load_checkpoint, save_checkpoint, save_model_file
 from keras_bert_lib.tasks import FinetuneConfig, get_task
-from keras_bert_lib.text import load_preprocessor, write_vocabulary
+from keras_bert_lib.text import WordPieceTokenizer, load_preprocessor, write_vocabulary
+from keras_bert_lib.text.tokenizer_files import copy_tokenizer_files
 from keras_bert_lib.training.loop import held_out_cut, prepare_output_dir, run_lock, train, write_report
 
 logger = logging.getLogger(__name__)
@@ -76,6 +77,8 @@ def run_finetuning(config: FinetuneConfig):
         raise ValueError(f"A {config.task} run takes a {task_class.config_class.__name__}, not a "
                          f"{type(config).__name__}; build it with finetune_config({config.task!r}, ...).")
     _check_inputs(config)
+    # Seeded before the tokenizer is built: seeding drops a SentencePiece BPE model's op (its docstring).
+    keras.utils.set_random_seed(config.seed)
     preprocessor = load_preprocessor(config.checkpoint, sequence_length=config.max_seq_length,
                                      lowercase=config.lowercase)
     task = task_class(config, preprocessor)  # reads and checks its files
@@ -93,21 +96,23 @@ def _finetune(config, task, preprocessor, loop):
         width = read_checkpoint(config.checkpoint).config.hidden_size
         loop = dataclasses.replace(loop, dtype=choose_training_dtype("auto", width))
         logger.info("Fine-tuning in %s (--dtype auto).", loop.dtype)
-    keras.utils.set_random_seed(config.seed)
     model, fitted = train(loop, lambda: task.build(load_checkpoint(config.checkpoint, dtype=loop.dtype)),
                           task.train_data, task.held_out, baselines=task.curve_baselines)
     held_out = task.report(model, None if held_out_cut(loop) else fitted)
     report = {"held_out": held_out, "baselines": task.baselines, "steps": loop.steps,
               "train_examples": task.train_examples, "validation_examples": task.validation_examples}
-    save_run_model(config.output_dir, model, preprocessor)
+    save_run_model(config.output_dir, model, preprocessor, source=config.checkpoint)
     write_report(config.output_dir, report)
     return report
 
 
-def save_run_model(output_dir, model, preprocessor):
+def save_run_model(output_dir, model, preprocessor, source=None):
     """A run's `model.keras` (the preprocessor inside, so it takes raw strings; written whole or
     not at all; without the optimizer's state, `save_model_file`) and, where HuggingFace has its
-    class, the HuggingFace checkpoint under `export/` with `vocab.txt` and `tokenizer_config.json`.
+    class, the HuggingFace checkpoint under `export/` with its tokenizer: WordPiece's `vocab.txt`
+    and `tokenizer_config.json`, or for the other tokenizers the files of the checkpoint folder
+    `source` it was fine-tuned from (`tokenizer.json`, `spiece.model`, …; the tokenizer's own
+    files where there is none).
 
     Example:
         ```python
@@ -123,6 +128,10 @@ def save_run_model(output_dir, model, preprocessor):
         logger.warning("No HuggingFace export: %s", e)
         return
     tokenizer = preprocessor.tokenizer
+    if not isinstance(tokenizer, WordPieceTokenizer):
+        if not (source and copy_tokenizer_files(resolve_checkpoint(source), export)):
+            tokenizer.save_assets(export)
+        return
     write_vocabulary(tokenizer.vocabulary, os.path.join(export, "vocab.txt"))
     settings = {"do_lower_case": tokenizer.lowercase, "tokenizer_class": "BertTokenizer",
                 "model_max_length": preprocessor.sequence_length}

@@ -4,6 +4,7 @@ import json
 import os
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from keras_bert_lib.file_checks import open_text
@@ -46,6 +47,30 @@ def read_byte_pair_files(vocabulary, merges):
             merges = [line.rstrip("\r\n") for line in f if line.strip() and not line.startswith("#version")]
     merges = [m if isinstance(m, str) else " ".join(m) for m in merges]
     return {str(k): int(v) for k, v in vocabulary.items()}, merges
+
+
+class _ConstantTable:
+    """strings → int32 by a sorted array of their 64-bit fingerprints, a constant of the graph: no
+    resource, so no initializer in a saved file and nothing `tf.random.set_seed` can drop (a
+    `tf.lookup.StaticHashTable` is both). Fingerprints that collide are refused when it is built."""
+
+    def __init__(self, keys, values, default):
+        fingerprints = _fingerprint(tf.constant(keys or [""], tf.string)).numpy()
+        order = np.argsort(fingerprints, kind="stable")
+        if len(np.unique(fingerprints)) != len(fingerprints):
+            raise ValueError("Two tokens share a 64-bit fingerprint; this vocabulary cannot be looked up.")
+        self.keys = tf.constant(fingerprints[order])
+        self.values = tf.constant(np.asarray(values or [default], np.int32)[order])
+        self.default = default
+
+    def lookup(self, strings):
+        wanted = _fingerprint(strings)
+        at = tf.minimum(tf.searchsorted(self.keys, wanted), tf.size(self.keys) - 1)
+        return tf.where(tf.gather(self.keys, at) == wanted, tf.gather(self.values, at), self.default)
+
+
+def _fingerprint(strings):
+    return tf.strings.to_hash_bucket_fast(strings, 2**63 - 1)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
@@ -107,11 +132,8 @@ class BytePairTokenizer(TokenRoles, keras.layers.Layer):
             tokens[i] = token
         self._set_tokens(tokens)
         self._check_special_tokens("The vocabulary")
-        table = tf.lookup.KeyValueTensorInitializer
-        self._token_ids = tf.lookup.StaticHashTable(table(
-            tf.constant(list(self.vocabulary)), tf.constant(list(self.vocabulary.values()), tf.int32)), self.unk_id)
-        self._ranks = tf.lookup.StaticHashTable(table(
-            tf.constant(self.merges or [""]), tf.range(len(self.merges or [""]), dtype=tf.int32)), _NO_RANK)
+        self._token_ids = _ConstantTable(list(self.vocabulary), list(self.vocabulary.values()), self.unk_id)
+        self._ranks = _ConstantTable(self.merges, list(range(len(self.merges))), _NO_RANK)
         self._bytes = tf.constant(_byte_alphabet())
 
     def save_assets(self, dir_path):
@@ -128,9 +150,9 @@ class BytePairTokenizer(TokenRoles, keras.layers.Layer):
         inputs = tf.convert_to_tensor(inputs, tf.string)
         scalar = inputs.shape.rank == 0
         pieces = self.split(inputs[None] if scalar else inputs)  # (B, W) GPT-2's pieces
-        symbols = self._to_symbols(pieces.flat_values)  # (W, C) one symbol per byte
-        merged = self._merge(symbols)  # (W, P) byte-level tokens
-        ids = tf.ragged.map_flat_values(self._token_ids.lookup, merged)
+        words, which = tf.unique(pieces.flat_values)  # (U,): real text repeats its words
+        merged = self._merge(self._to_symbols(words))  # (U, P) byte-level tokens
+        ids = tf.gather(tf.ragged.map_flat_values(self._token_ids.lookup, merged), which)  # (W, P)
         out = tf.RaggedTensor.from_row_splits(ids.flat_values, tf.gather(ids.row_splits, pieces.row_splits))
         return out[0] if scalar else out
 

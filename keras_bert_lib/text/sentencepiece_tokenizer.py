@@ -5,7 +5,7 @@ import os
 import keras
 import tensorflow as tf
 
-from keras_bert_lib.text.sentencepiece_model import read_model
+from keras_bert_lib.text.sentencepiece_model import UNIGRAM, read_model
 from keras_bert_lib.text.tf_text import import_tensorflow_text
 from keras_bert_lib.text.token_roles import TokenRoles
 
@@ -47,7 +47,11 @@ class SentencePieceTokenizer(TokenRoles, keras.layers.Layer):
     `<pad>`=1, `</s>`=2, `<unk>`=3, then SentencePiece's pieces shifted by one, `<mask>` last)
     into that order, so the graph adds no offset. Special-token strings in the text are text.
 
-    It runs on tensorflow-text's `SentencepieceTokenizer`, so a SavedModel takes raw strings.
+    It runs in the graph, so a SavedModel takes raw strings: a unigram model on tensorflow-text's
+    `FastSentencepieceTokenizer` (the model a constant of the graph, with LiteRT kernels, the
+    same ids as sentencepiece), a BPE model on its `SentencepieceTokenizer`, whose model lives in
+    a resource that `tf.random.set_seed` (and `keras.utils.set_random_seed`) drops: set seeds
+    before building a BPE tokenizer.
 
     Args:
         model: a `.model` path or its bytes, its pieces in the checkpoint's id order.
@@ -98,12 +102,15 @@ class SentencePieceTokenizer(TokenRoles, keras.layers.Layer):
             source = os.fspath(model)
             with open(model, "rb") as f:
                 model = f.read()
-        pieces = read_model(model, source)[0]
+        pieces, model_type = read_model(model, source)[:2]
         self.model = bytes(model)
         self._set_tokens(p for p, _, _ in pieces)
         self._check_special_tokens(source)
         tft = import_tensorflow_text("SentencePieceTokenizer")
-        self._sp = tft.SentencepieceTokenizer(model=self.model, out_type=tf.int32)
+        if model_type == UNIGRAM:  # the model is a constant of the graph: no resource, LiteRT has kernels
+            self._sp = tft.FastSentencepieceTokenizer(self.model)
+        else:  # BPE: the op that runs sentencepiece itself (a resource; see the class docstring)
+            self._sp = tft.SentencepieceTokenizer(model=self.model, out_type=tf.int32)
 
     def save_assets(self, dir_path):
         with open(os.path.join(dir_path, MODEL_FILE), "wb") as f:

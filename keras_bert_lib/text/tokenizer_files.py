@@ -5,6 +5,7 @@ model's type: a `model_type: bert` folder may hold XLM-R's SentencePiece tokeniz
 import base64
 import glob
 import os
+import shutil
 
 from keras_bert_lib.file_checks import read_json
 from keras_bert_lib.text import sentencepiece_model as spm
@@ -172,3 +173,15 @@ def tokenizer_from_folder(folder):
         return BytePairTokenizer(vocab, merges, add_prefix_space=bool(settings.get("add_prefix_space")),
                                  special_tokens=specials, packing="roberta" if specials["start"] == "<s>" else "bert")
     return None
+
+
+def copy_tokenizer_files(source, destination):
+    """Copies a checkpoint folder's tokenizer files (tokenizer.json, tokenizer_config.json,
+    special_tokens_map.json, a SentencePiece .model, vocab.json + merges.txt) into `destination`;
+    returns the names copied (none where `source` is not a folder)."""
+    names = ["tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", *_MODEL_FILES, "vocab.json",
+             "merges.txt"]
+    copied = [n for n in names if os.path.isfile(os.path.join(source, n))] if os.path.isdir(source) else []
+    for name in copied:
+        shutil.copyfile(os.path.join(source, name), os.path.join(destination, name))
+    return copied

@@ -1,0 +1,52 @@
+"""RoBERTa's and ALBERT's families from the command line, on raw text: a small random checkpoint
+with a vocabulary learned here (byte-level BPE; SentencePiece unigram) fine-tunes on the movie
+reviews, exports a SavedModel on raw strings that matches Keras, and answers through
+`keras-bert serve` as the saved model does."""
+
+import json
+
+import numpy as np
+import pytest
+
+from keras_bert_lib.cli import main
+from keras_bert_lib.data import movie_reviews
+from tests.serve.server_process import call, running_server
+from tests.text import families
+
+pytest.importorskip("transformers", reason="transformers is in the [test] extra")
+pytestmark = pytest.mark.slow
+REVIEWS = movie_reviews()
+TEXTS = ["A wonderful, warm film.", "Dull and ``long''  —  I'd skip it.", "Café society, naïvely told"]
+
+
+@pytest.mark.parametrize("family", ["roberta", "albert"])
+def test_a_family_fine_tunes_exports_and_serves_on_raw_text(family, tmp_path):
+    import keras
+    import tensorflow as tf
+
+    folder = tmp_path / family
+    families.make_folder(folder, family)
+    run, exported = tmp_path / "run", tmp_path / "exported"
+    assert main(["finetune", "classify", "--checkpoint", str(folder), "--train", REVIEWS["train"],
+                 "--validation", REVIEWS["validation"], "--output-dir", str(run), "--max-seq-length", "48",
+                 "--steps", "4", "--steps-per-epoch", "2", "--batch-size", "8", "--no-jit-compile"]) == 0
+    report = json.loads((run / "report.json").read_text())
+    assert report["validation_examples"] == 200 and 0.0 <= report["held_out"]["accuracy"] <= 1.0
+    if family == "albert":  # HuggingFace's AlbertForSequenceClassification, with the folder's tokenizer
+        assert {"tokenizer.json", "spiece.model"} <= {p.name for p in (run / "export").iterdir()}
+
+    model = keras.saving.load_model(run / "model.keras")
+    logits = np.asarray(model.predict(TEXTS, verbose=0))  # (3, 2)
+    want = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    assert main(["export", str(run), "--format", "saved_model", "--output", str(exported)]) == 0
+    served = tf.saved_model.load(str(exported / "saved_model" / "1"))
+    got = served.signatures["serving_default"](text=tf.constant(TEXTS))["probabilities"].numpy()
+    assert np.max(np.abs(got - want)) < 1e-5
+    assert (exported / "saved_model" / "1" / "assets" /
+            ("vocab.json" if family == "roberta" else "spiece.model")).is_file()
+
+    with running_server([f"reviews={exported / 'saved_model'}"], str(tmp_path)) as (url, _):
+        status, body = call(url, "POST", "/v1/models/reviews:predict", {"instances": TEXTS})
+    assert status == 200
+    answered = np.array([row["probabilities"] for row in body["predictions"]])
+    assert np.max(np.abs(answered - want)) < 1e-5

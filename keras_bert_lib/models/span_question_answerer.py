@@ -102,7 +102,7 @@ class SpanQuestionAnswerer(TaskModel):
             rows = np.flatnonzero(features.example_index == k)
             span = best_span(features.windows[k], logits["start_logits"][rows], logits["end_logits"][rows],
                              features.offsets[k], features.query_lengths[k], self.n_best_size, self.max_answer_length,
-                             version_2, null_score_diff_threshold)
+                             version_2, null_score_diff_threshold, self.preprocessor.tokenizer.packing)
             if span is None:
                 results.append({"text": "", "start": None, "end": None, "score": None})
             else:

@@ -8,6 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_lib.file_checks import open_text
+from keras_bert_lib.text.offsets import character_offsets
 from keras_bert_lib.text.tf_text import import_tensorflow_text
 from keras_bert_lib.text.token_roles import TokenRoles
 
@@ -145,16 +146,57 @@ class BytePairTokenizer(TokenRoles, keras.layers.Layer):
     def load_assets(self, dir_path):
         self.set_vocabulary(os.path.join(dir_path, "vocab.json"), os.path.join(dir_path, "merges.txt"))
 
+    word_prefix = " "  # a word of a list of words is read as after a space (HuggingFace's is_split_into_words)
+
     def call(self, inputs):
         self._check_vocabulary()
         inputs = tf.convert_to_tensor(inputs, tf.string)
         scalar = inputs.shape.rank == 0
-        pieces = self.split(inputs[None] if scalar else inputs)  # (B, W) GPT-2's pieces
-        words, which = tf.unique(pieces.flat_values)  # (U,): real text repeats its words
-        merged = self._merge(self._to_symbols(words))  # (U, P) byte-level tokens
-        ids = tf.gather(tf.ragged.map_flat_values(self._token_ids.lookup, merged), which)  # (W, P)
-        out = tf.RaggedTensor.from_row_splits(ids.flat_values, tf.gather(ids.row_splits, pieces.row_splits))
+        pieces, tokens = self._tokens(inputs[None] if scalar else inputs)
+        out = tf.ragged.map_flat_values(self._token_ids.lookup, tokens)
         return out[0] if scalar else out
+
+    def _tokens(self, texts):
+        """(GPT-2's pieces (B, W), the byte-level tokens (B, N) they merge into)."""
+        pieces = self.split(texts)  # (B, W)
+        words, which = tf.unique(pieces.flat_values)  # (U,): real text repeats its words
+        merged = tf.gather(self._merge(self._to_symbols(words)), which)  # (W, P)
+        return pieces, tf.RaggedTensor.from_row_splits(merged.flat_values,
+                                                       tf.gather(merged.row_splits, pieces.row_splits))
+
+    def tokenize_with_offsets(self, texts):
+        """Ids and each token's [start, end) characters in the original text, as HuggingFace's
+        `offset_mapping` with `trim_offsets` (a token's leading and trailing spaces, "Ġ", are not
+        part of its span). Question answering maps its answer spans to characters with it.
+
+        Args:
+            texts: a list or 1-D string tensor.
+        Returns:
+            (ids, starts, ends): int32/int64 RaggedTensors (B, None).
+        Example:
+            ```python
+            from keras_bert_lib.text import BytePairTokenizer
+            vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "<mask>": 4, "a": 5, "b": 6, "Ġ": 7, "ab": 8, "Ġab": 9}
+            ids, starts, ends = BytePairTokenizer(vocab, ["a b", "Ġ ab"]).tokenize_with_offsets(["ab ab"])
+            starts.to_list(), ends.to_list()   # [[0, 3]], [[2, 5]]
+            ```
+        """
+        self._check_vocabulary()
+        texts = tf.convert_to_tensor(texts, tf.string)
+        prefixed = tf.zeros_like(texts, tf.int64)
+        if self.add_prefix_space:  # the space it adds is not in the text: offsets move back by one
+            prefixed = tf.cast(~tf.strings.regex_full_match(texts, " .*"), tf.int64)
+        pieces, tokens = self._tokens(texts)
+        token_bytes = tf.cast(tf.strings.length(tokens, unit="UTF8_CHAR"), tf.int64)  # a character a byte
+        starts = tf.math.cumsum(token_bytes, axis=1, exclusive=True) - prefixed[:, None]
+        ends = starts + token_bytes
+        lead = tf.strings.length(tf.strings.regex_replace(tokens, "^(Ġ*)(?s:.*)$", r"\1"), unit="UTF8_CHAR")
+        trail = tf.strings.length(tf.strings.regex_replace(tokens, "^(?s:.*?)(Ġ*)$", r"\1"), unit="UTF8_CHAR")
+        starts = tf.minimum(starts + tf.cast(lead, tf.int64), ends)
+        ends = tf.maximum(ends - tf.cast(trail, tf.int64), starts)
+        ids = tf.ragged.map_flat_values(self._token_ids.lookup, tokens)
+        sizes = tf.strings.length(tf.strings.unicode_split(texts, "UTF-8"))  # (B, C) each character's bytes
+        return (ids, *character_offsets(sizes, ids, tf.maximum(starts, 0), tf.maximum(ends, 0)))
 
     def split(self, texts):
         """GPT-2's pre-tokenization of a (B,) string tensor: a (B, W) RaggedTensor of its pieces."""

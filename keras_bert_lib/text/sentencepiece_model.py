@@ -105,6 +105,13 @@ def read_model(data, source="the SentencePiece model"):
     return pieces, model_type, normalizer
 
 
+def maps_characters(normalizer):
+    """Whether a NormalizerSpec (bytes) rewrites characters (a precompiled map: NFKC and friends,
+    which also drop control and format characters) rather than keep them (identity)."""
+    fields = {n: v for n, _, v in _fields(bytes(normalizer))}
+    return bool(fields.get(2)) or fields.get(1, b"") not in (b"", b"identity")
+
+
 def normalizer_spec(precompiled_charsmap=b"", add_dummy_prefix=True, remove_extra_whitespaces=True):
     """A NormalizerSpec's bytes: a precompiled character map (HuggingFace's `Precompiled`
     normaliser) or none (identity), the dummy prefix ("▁" before the text) and the clean-up of

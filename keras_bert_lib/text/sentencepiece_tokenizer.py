@@ -5,7 +5,8 @@ import os
 import keras
 import tensorflow as tf
 
-from keras_bert_lib.text.sentencepiece_model import UNIGRAM, read_model
+from keras_bert_lib.text.offsets import character_offsets
+from keras_bert_lib.text.sentencepiece_model import UNIGRAM, maps_characters, read_model
 from keras_bert_lib.text.tf_text import import_tensorflow_text
 from keras_bert_lib.text.token_roles import TokenRoles
 
@@ -102,7 +103,8 @@ class SentencePieceTokenizer(TokenRoles, keras.layers.Layer):
             source = os.fspath(model)
             with open(model, "rb") as f:
                 model = f.read()
-        pieces, model_type = read_model(model, source)[:2]
+        pieces, model_type, normalizer = read_model(model, source)
+        self._drops_controls = maps_characters(normalizer)
         self.model = bytes(model)
         self._set_tokens(p for p, _, _ in pieces)
         self._check_special_tokens(source)
@@ -130,6 +132,37 @@ class SentencePieceTokenizer(TokenRoles, keras.layers.Layer):
         inputs = tf.convert_to_tensor(inputs, tf.string)
         return self._sp.tokenize(self.normalize(inputs))
 
+    def tokenize_with_offsets(self, texts):
+        """Ids and each piece's [start, end) characters in the original text, as HuggingFace's
+        `offset_mapping` (a piece's "▁" is not part of its span). Eager only: it runs
+        sentencepiece's own op, which reports where each piece came from.
+
+        Args:
+            texts: a list or 1-D string tensor.
+        Returns:
+            (ids, starts, ends): int32/int64 RaggedTensors (B, None).
+        """
+        self._check_vocabulary()
+        tft = import_tensorflow_text("SentencePieceTokenizer.tokenize_with_offsets")
+        chars = tf.strings.unicode_split(tf.convert_to_tensor(texts, tf.string), "UTF-8")  # (B, C)
+        # Normalised character by character, so each character's share of the bytes is known.
+        flat = albert_normalize(tf.strings.regex_replace(chars.flat_values, _SPACES, " "), self.lowercase,
+                                self.strip_accents, quotes=False)
+        if self.albert_quotes:
+            flat = _paired_quotes(chars, flat)
+        normalized = chars.with_flat_values(flat)
+        sentencepiece = tft.SentencepieceTokenizer(model=self.model, out_type=tf.int32)
+        ids, byte_starts, byte_ends = sentencepiece.tokenize_with_offsets(tf.strings.reduce_join(normalized, axis=1))
+        starts, ends = character_offsets(tf.strings.length(normalized), ids, byte_starts, byte_ends)
+        # A piece's span starts past its "▁" (and what the model's character map drops); a lone "▁"
+        # spans the character it stands before.
+        blank = tf.strings.regex_full_match(normalized, r" ?|[\p{Cc}\p{Cf}]" if self._drops_controls else " ?")
+        spans = [[_past_spaces(row, s, e) for s, e in zip(*pair)]
+                 for row, *pair in zip(blank.to_list(), starts.to_list(), ends.to_list())]
+        starts, ends = (tf.ragged.constant([[span[k] for span in row] for row in spans], tf.int64, ragged_rank=1,
+                                           row_splits_dtype=ids.row_splits.dtype) for k in (0, 1))
+        return ids, starts, ends
+
     def detokenize(self, ids):
         """Ids → text, "▁" back to spaces."""
         return self._sp.detokenize(ids)
@@ -141,3 +174,31 @@ class SentencePieceTokenizer(TokenRoles, keras.layers.Layer):
         return {**super().get_config(), "model": None,  # an asset: see save_assets
                 "lowercase": self.lowercase, "strip_accents": self.strip_accents,
                 "albert_quotes": self.albert_quotes, "special_tokens": self.special_tokens, "packing": self.packing}
+
+
+def _past_spaces(space, start, end):
+    """A piece's (start, end) past the spaces it begins with (`space`: the row's characters that
+    became a space or nothing); all spaces: the next character that became something."""
+    first = next((c for c in range(start, end) if not space[c]), end)
+    if first < end:
+        return first, end
+    after = next((c for c in range(end, len(space)) if not space[c]), end)
+    return after, min(after + 1, len(space))
+
+
+def _paired_quotes(chars, flat):
+    """`flat` (the characters of `chars`, normalised one by one) with ALBERT's "``" and "''" → '"'
+    as the regular expression reads them, left to right: the pair's first character becomes
+    nothing, its second '"' (where HuggingFace's alignment puts it)."""
+    text, rows = chars.flat_values, chars.value_rowids()
+    n = tf.shape(text)[0]
+    position = tf.range(n)
+    same_row = tf.concat([rows[1:] == rows[:-1], [False]], 0)[:n]
+    nxt = tf.concat([text[1:], [""]], 0)[:n]
+    hit = same_row & (text == nxt) & ((text == "`") | (text == "'"))
+    # A run "````" holds two pairs: within a run of hits take the 1st, 3rd, …
+    run_start = tf.gather(tf.concat([[0], tf.boolean_mask(position + 1, ~hit)], 0),
+                          tf.cumsum(tf.cast(~hit, tf.int32)) - tf.cast(~hit, tf.int32))
+    first = hit & ((position - run_start) % 2 == 0)
+    second = tf.concat([[False], first[:-1]], 0)[:n]
+    return tf.where(first, "", tf.where(second, '"', flat))

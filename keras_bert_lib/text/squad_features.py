@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_lib.text.packer import pack_segments
+from keras_bert_lib.text.packer import pack_segments, special_count
 from keras_bert_lib.text.squad_windows import doc_windows
 
 
@@ -64,7 +64,8 @@ def squad_features(questions, contexts, tokenizer, max_seq_length=384, max_query
 
     Args:
         questions, contexts: lists of strings.
-        tokenizer: a WordPieceTokenizer.
+        tokenizer: a WordPieceTokenizer, SentencePieceTokenizer or BytePairTokenizer (its packing:
+            RoBERTa's `<s> q </s></s> window </s>`).
         max_seq_length, max_query_length, doc_stride: run_squad.py's 384, 64 and 128.
         answers: for training, per example a (text, start character) pair, or None for a
             question without an answer (SQuAD v2.0).
@@ -87,7 +88,7 @@ def squad_features(questions, contexts, tokenizer, max_seq_length=384, max_query
     doc_ids, starts, ends = (t.to_list() for t in tokenizer.tokenize_with_offsets(list(contexts)))
     rows_q, rows_d, example_index, positions, all_windows, all_offsets = [], [], [], [], [], []
     for k, (query, doc) in enumerate(zip(query_ids, doc_ids)):
-        windows = doc_windows(len(doc), len(query), max_seq_length, doc_stride) or [(0, 0)]
+        windows = doc_windows(len(doc), len(query), max_seq_length, doc_stride, tokenizer.packing) or [(0, 0)]
         offsets = np.array(list(zip(starts[k], ends[k])), np.int64).reshape(-1, 2)
         answer = _answer_tokens(offsets, answers[k]) if answers is not None else None
         for start, length in windows:
@@ -95,13 +96,14 @@ def squad_features(questions, contexts, tokenizer, max_seq_length=384, max_query
             rows_d.append(doc[start:start + length])
             example_index.append(k)
             inside = answer is not None and start <= answer[0] and answer[1] < start + length
-            shift = len(query) + 2 - start  # doc token i sits at position i + shift
+            shift = len(query) + special_count(2, tokenizer.packing) - 1 - start  # doc token i sits at i + shift
             positions.append((answer[0] + shift, answer[1] + shift) if inside else (0, 0))
         all_windows.append(windows)
         all_offsets.append(offsets)
     packed = pack_segments((tf.ragged.constant(rows_q, tf.int32, ragged_rank=1),
                             tf.ragged.constant(rows_d, tf.int32, ragged_rank=1)),
-                           max_seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id, "waterfall")
+                           max_seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id, "waterfall",
+                           packing=tokenizer.packing)
     positions = np.array(positions, np.int32).reshape(-1, 2)
     return SquadFeatures({name: value.numpy() for name, value in packed.items()}, np.array(example_index),
                          all_windows, all_offsets, [len(q) for q in query_ids],

@@ -9,8 +9,10 @@ stride = (max_seq_length − question pieces − 3) − doc_stride (tested in te
 
 import numpy as np
 
+from keras_bert_lib.text.packer import special_count
 
-def doc_windows(num_doc_tokens, num_query_tokens, max_seq_length=384, doc_stride=128):
+
+def doc_windows(num_doc_tokens, num_query_tokens, max_seq_length=384, doc_stride=128, packing="bert"):
     """(start, length) of each window over a context of `num_doc_tokens` word pieces, when the
     question takes `num_query_tokens` and [CLS] q [SEP] d [SEP] must fit `max_seq_length`.
 
@@ -23,7 +25,7 @@ def doc_windows(num_doc_tokens, num_query_tokens, max_seq_length=384, doc_stride
         doc_windows(1000, 10)   # [(0, 371), (128, 371), (256, 371), (384, 371), (512, 371), (640, 360)]
         ```
     """
-    room = max_seq_length - num_query_tokens - 3
+    room = max_seq_length - num_query_tokens - special_count(2, packing)  # RoBERTa's <s> q </s></s> d </s>: 4
     if room <= 0:
         raise ValueError(f"A question of {num_query_tokens} word pieces leaves no room for the context in "
                          f"{max_seq_length} tokens; lower max_query_length (run_squad.py: 64) or raise "
@@ -55,7 +57,7 @@ def max_context_window(windows, position):
 
 
 def best_span(windows, start_logits, end_logits, offsets, query_length, n_best_size=20,
-              max_answer_length=30, version_2=False, null_score_diff_threshold=0.0):
+              max_answer_length=30, version_2=False, null_score_diff_threshold=0.0, packing="bert"):
     """The answer's (start_char, end_char, score) in the context, from each window's logits.
 
     Each window's sequence is [CLS] q [SEP] d [SEP] with the question's `query_length` pieces, so
@@ -71,6 +73,7 @@ def best_span(windows, start_logits, end_logits, offsets, query_length, n_best_s
         start_logits, end_logits: (windows, sequence length) arrays.
         offsets: (doc tokens, 2) character [start, end) of each doc token in the context.
         query_length: the question's word pieces in each window.
+        packing: the tokenizer's ("roberta": <s> q </s></s> d </s>, the doc one position later).
     Returns:
         (start_char, end_char, score) with score = start + end logit, or None (no answer).
     Example:
@@ -82,7 +85,7 @@ def best_span(windows, start_logits, end_logits, offsets, query_length, n_best_s
         ```
     """
     start_logits, end_logits = np.asarray(start_logits, np.float64), np.asarray(end_logits, np.float64)
-    offset = query_length + 2  # [CLS] q … q [SEP]
+    offset = query_length + special_count(2, packing) - 1  # [CLS] q … q [SEP] (RoBERTa: <s> q </s></s>)
     best, null = None, np.inf
     for w, (doc_start, length) in enumerate(windows):
         null = min(null, start_logits[w, 0] + end_logits[w, 0])

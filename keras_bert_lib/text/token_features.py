@@ -40,7 +40,8 @@ def token_features(sentences, tokenizer, sequence_length=128, tags=None, labels=
 
     Args:
         sentences: lists of words.
-        tokenizer: a WordPieceTokenizer.
+        tokenizer: a WordPieceTokenizer, SentencePieceTokenizer or BytePairTokenizer (each word
+            tokenized as HuggingFace's `is_split_into_words` does: after a space).
         sequence_length: int. Tokens per sentence, [CLS] and [SEP] included.
         tags: per sentence a tag per word, for training; or None.
         labels: the tag set, in the order of the model's logits (needed with `tags`).
@@ -64,7 +65,8 @@ def token_features(sentences, tokenizer, sequence_length=128, tags=None, labels=
         if labels is None:
             raise ValueError("tags= needs labels= (the tag set, in the model's order).")
         index = {label: i for i, label in enumerate(labels)}
-    words = [w for sentence in sentences for w in sentence]
+    prefix = getattr(tokenizer, "word_prefix", "")  # byte-level BPE reads each word as after a space
+    words = [prefix + w for sentence in sentences for w in sentence]
     pieces = tokenizer(tf.constant(words or [""], tf.string)).to_list()[:len(words)]
     rows, first, targets, k = [], [], [], 0
     for n, sentence in enumerate(sentences):

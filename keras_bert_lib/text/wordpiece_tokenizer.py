@@ -7,6 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_lib.text.normalizer import normalize
+from keras_bert_lib.text.offsets import character_offsets
 from keras_bert_lib.text.token_roles import TokenRoles
 from keras_bert_lib.text.vocabulary import SPECIAL_TOKENS, read_vocabulary, write_vocabulary
 
@@ -164,17 +165,8 @@ class WordPieceTokenizer(TokenRoles, keras.layers.Layer):
         # share of the normalised bytes is known; the tokenizer's byte offsets map back through it.
         chars = tf.strings.unicode_split(texts, "UTF-8")  # (B, C) original characters
         normalized = chars.with_flat_values(normalize(chars.flat_values, self.lowercase, self._strip))
-        sizes = tf.ragged.map_flat_values(tf.cast, tf.strings.length(normalized), tf.int64)
-        ends_in_bytes = tf.math.cumsum(sizes, axis=1)  # (B, C) where each character's normalised bytes end
-        starts_in_bytes = ends_in_bytes - sizes
         ids, byte_starts, byte_ends = self._fast.tokenize_with_offsets(tf.strings.reduce_join(normalized, axis=1))
-        starts = tf.ragged.map_flat_values(tf.cast, byte_starts, tf.int64)
-        ends = tf.ragged.map_flat_values(tf.cast, byte_ends, tf.int64)
-        first = tf.searchsorted(ends_in_bytes.to_tensor(tf.int64.max), starts.to_tensor(), side="right")
-        after = tf.searchsorted(starts_in_bytes.to_tensor(tf.int64.max), ends.to_tensor(), side="left")
-        lengths = ids.row_lengths()
-        return (ids, tf.RaggedTensor.from_tensor(first, lengths=lengths),
-                tf.RaggedTensor.from_tensor(after, lengths=lengths))
+        return (ids, *character_offsets(tf.strings.length(normalized), ids, byte_starts, byte_ends))
 
     def detokenize(self, ids):
         """Ids → text: word pieces joined back into words, special tokens kept as written."""

@@ -134,3 +134,68 @@ def test_a_model_type_bert_folder_reads_the_tokenizer_its_files_hold(folders):
     assert '"model_type": "bert"' in (folder / "config.json").read_text().replace(": ", ": ")
     assert not os.path.exists(folder / "vocab.txt")
     assert load_preprocessor(folder).tokenizer.packing == "roberta"
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_character_offsets_are_huggingfaces_offset_mapping(folders, lines, family):
+    """Word starts and spans come from SentencePiece's "▁" and byte-level BPE's "Ġ", mapped back
+    to the original characters (accents stripped, quotes rewritten, odd spaces) as HuggingFace maps them."""
+    folder, reference, _ = folders[family]
+    ids, starts, ends = load_preprocessor(folder).tokenizer.tokenize_with_offsets(lines)
+    for text, i, a, b in zip(lines, ids.to_list(), starts.to_list(), ends.to_list()):
+        want = reference(text, add_special_tokens=False, return_offsets_mapping=True)
+        assert (i, list(zip(a, b))) == (want["input_ids"], [tuple(x) for x in want["offset_mapping"]]), text
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_words_for_tagging_are_tokenized_as_huggingfaces_split_words(folders, family):
+    from transformers import AutoTokenizer
+
+    from keras_bert_lib.text import token_features
+
+    folder = folders[family][0]
+    reference = AutoTokenizer.from_pretrained(str(folder), add_prefix_space=True)  # RoBERTa's rule for words
+    sentences = [["Zürich", "is", "naïve", "!"], ["Ελληνικά", "``quoted''", "12,345"], ["Don't", "stop"]]
+    features = token_features(sentences, load_preprocessor(folder).tokenizer, 32)
+    for n, words in enumerate(sentences):
+        want = reference(words, is_split_into_words=True)
+        width = len(want["input_ids"])
+        assert features.inputs["token_ids"][n, :width].tolist() == want["input_ids"]
+        word_ids = want.word_ids()
+        firsts = [word_ids.index(w) for w in range(len(words))]
+        assert features.first_piece[n, :len(words)].tolist() == firsts
+
+
+@pytest.mark.parametrize("family", ("albert", "roberta"))
+def test_question_answering_spans_map_back_to_the_answer_characters(folders, family):
+    from keras_bert_lib.text import squad_features
+
+    tokenizer = load_preprocessor(folders[family][0]).tokenizer
+    contexts = ["The café opened in Zürich in 1921; its ``owner'' was naïve.", "Ελληνικά and русский are here too."]
+    answers = [("Zürich", contexts[0].index("Zürich")), ("русский", contexts[1].index("русский"))]
+    features = squad_features(["Where did it open?", "Which one?"], contexts, tokenizer, max_seq_length=24,
+                              max_query_length=8, doc_stride=6, answers=answers)
+    found = 0
+    for row, k in enumerate(features.example_index):
+        start, end = features.start_positions[row], features.end_positions[row]
+        if start == 0:
+            continue
+        doc_start = features.windows[k][list(np.flatnonzero(features.example_index == k)).index(row)][0]
+        before = features.query_lengths[k] + (3 if tokenizer.packing == "roberta" else 2)  # <s> q </s></s>
+        first, last = start - before + doc_start, end - before + doc_start
+        text = contexts[k][features.offsets[k][first][0]:features.offsets[k][last][1]]
+        assert text == answers[k][0]
+        found += 1
+    assert found >= 2
+
+
+def test_a_multilingual_sentence_embedder_equals_mean_pooled_transformers(folders, lines):
+    from keras_bert_lib import SentenceEmbedder
+
+    folder, reference, model = folders["bert+xlmr"]
+    texts = lines[:16]
+    ours = SentenceEmbedder.from_checkpoint(folder, sequence_length=64).predict(texts, verbose=0)
+    hidden, mask, _ = families.hf_outputs(reference, model, texts)
+    pooled = (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
+    pooled /= np.linalg.norm(pooled, axis=-1, keepdims=True)
+    assert np.max(np.abs(np.asarray(ours) - pooled)) < 1e-4

@@ -176,7 +176,8 @@ class BytePairTokenizer(TokenRoles, keras.layers.Layer):
         Example:
             ```python
             from keras_bert_lib.text import BytePairTokenizer
-            vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "<mask>": 4, "a": 5, "b": 6, "Ġ": 7, "ab": 8, "Ġab": 9}
+            vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "<mask>": 4, "a": 5, "b": 6, "Ġ": 7, "ab": 8,
+                     "Ġab": 9}
             ids, starts, ends = BytePairTokenizer(vocab, ["a b", "Ġ ab"]).tokenize_with_offsets(["ab ab"])
             starts.to_list(), ends.to_list()   # [[0, 3]], [[2, 5]]
             ```

@@ -98,11 +98,12 @@ def build_pretraining_datasets(files, tokenizer, *, max_seq_length=128, max_pred
 
     def instances(docs, instance_seed):
         made = create_instances(docs, max_seq_length, short_seq_prob, sentence_task, dupe_factor, instance_seed)
-        return pack_instances(made, max_seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
+        return pack_instances(made, max_seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id,
+                              tokenizer.packing)
 
     train_arrays = instances([documents[i] for i in order[n_eval:]], seed)
     eval_arrays = instances([documents[i] for i in order[:n_eval]], seed + 1)
-    continuation = np.array([t.startswith("##") for t in tokenizer.vocabulary])
+    continuation = ~tokenizer.word_starts()  # "##" pieces; SentencePiece's without "▁"; BPE's without "Ġ"
     specials = [tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id]
 
     @tf.autograph.experimental.do_not_convert  # no tensor-dependent Python: saves ~4 s of tracing
@@ -119,7 +120,7 @@ def build_pretraining_datasets(files, tokenizer, *, max_seq_length=128, max_pred
                  .batch(batch_size, drop_remainder=True))  # static shapes for XLA and TPUs
         train = parallel_map(train, masked)
     else:
-        made_by = {"files": files, "vocabulary_size": tokenizer.vocabulary_size(), "lowercase": tokenizer.lowercase,
+        made_by = {"files": files, "vocabulary_size": tokenizer.vocabulary_size(), "lowercase": getattr(tokenizer, "lowercase", None),
                    "max_seq_length": max_seq_length, "max_predictions": max_predictions,
                    "masked_lm_prob": masked_lm_prob, "short_seq_prob": short_seq_prob, "dupe_factor": dupe_factor,
                    "sentence_task": sentence_task, "whole_word_masking": whole_word_masking, "max_ngram": max_ngram,

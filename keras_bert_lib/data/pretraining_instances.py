@@ -227,8 +227,11 @@ def _random_segment(documents, index, target, rng):
     return np.concatenate(parts)
 
 
-def pack_instances(instances, max_seq_length, cls_id, sep_id, pad_id=0):
-    """Instances → numpy arrays `token_ids`, `segment_ids`, `padding_mask` (N, T) and `labels` (N,).
+def pack_instances(instances, max_seq_length, cls_id, sep_id, pad_id=0, packing="bert"):
+    """Instances → numpy arrays `token_ids`, `segment_ids`, `padding_mask` (N, T) and `labels` (N,):
+    `[CLS] A [SEP] B [SEP]` with segments 0/1, or with `packing="roberta"` `<s> A </s></s> B </s>`
+    in one segment (RoBERTa's). An instance longer than the row (RoBERTa's extra `</s>`) loses
+    tokens from the end of its longer segment, as `create_instances` trims.
 
     Example:
         ```python
@@ -243,11 +246,17 @@ def pack_instances(instances, max_seq_length, cls_id, sep_id, pad_id=0):
     segments = np.zeros((n, max_seq_length), "int32")
     mask = np.zeros((n, max_seq_length), "int32")
     for row, inst in enumerate(instances):
-        tokens = np.concatenate([[cls_id], inst.tokens_a, [sep_id], inst.tokens_b, [sep_id]])
+        a, b = list(inst.tokens_a), list(inst.tokens_b)
+        if packing == "roberta":
+            while len(a) + len(b) + 4 > max_seq_length:  # one more separator than BERT's 3
+                (a if len(a) > len(b) else b).pop()
+        middle = [sep_id, sep_id] if packing == "roberta" else [sep_id]
+        tokens = np.concatenate([[cls_id], a, middle, b, [sep_id]]).astype("int32")
         if len(tokens) > max_seq_length:
             raise ValueError(f"instance {row} has {len(tokens)} tokens > max_seq_length={max_seq_length}.")
         ids[row, :len(tokens)] = tokens
-        segments[row, len(inst.tokens_a) + 2:len(tokens)] = 1
+        if packing != "roberta":
+            segments[row, len(a) + 2:len(tokens)] = 1
         mask[row, :len(tokens)] = 1
     return {"token_ids": ids, "segment_ids": segments, "padding_mask": mask,
             "labels": np.array([i.label for i in instances], "int32")}

@@ -16,7 +16,19 @@ from keras_bert_lib.data import build_pretraining_datasets
 from keras_bert_lib.data.pretraining_instances import check_documents
 from keras_bert_lib.file_checks import check_utf8
 from keras_bert_lib.models import BertPretrainer, build_encoder, save_checkpoint, save_model_file
-from keras_bert_lib.text import WordPieceTokenizer, build_stdlib_corpus, learn_vocabulary, write_vocabulary
+from keras_bert_lib.text import (
+    BytePairTokenizer,
+    SentencePieceTokenizer,
+    WordPieceTokenizer,
+    build_stdlib_corpus,
+    learn_vocabulary,
+)
+from keras_bert_lib.text.subword_learners import (
+    ALBERT_SPECIALS,
+    ROBERTA_SPECIALS,
+    learn_byte_pairs,
+    learn_sentencepiece,
+)
 from keras_bert_lib.training.loop import LoopConfig, option, prepare_output_dir, run_lock, train, write_report
 
 logger = logging.getLogger(__name__)
@@ -50,8 +62,11 @@ class PretrainConfig(LoopConfig):
     corpus: list = option([], "corpus files: one sentence a line, a blank line between documents "
                               "(Google's format), or .jsonl with a 'text' field; none: Python's "
                               "standard-library docstrings", input_path=True)
-    vocab: str | None = option(None, "a vocab.txt to use; 'none': learn one on the corpus", input_path=True)
-    vocab_size: int = option(8000, "largest vocabulary to learn")
+    vocab: str | None = option(None, "a vocab.txt (BERT), spiece.model (ALBERT) or vocab.json with merges.txt "
+                                     "beside it (RoBERTa) to use; 'none': learn the preset family's on the corpus",
+                               input_path=True)
+    vocab_size: int = option(8000, "largest vocabulary to learn (WordPiece, SentencePiece or byte-level BPE, as "
+                                   "the preset's family)")
     lowercase: bool = option(True, "uncased: lower-case and strip accents")
     preset: str = option("bert_tiny", "encoder shape", choices=tuple(PRESETS))
     dropout: float | None = option(0.0, "hidden and attention dropout; 'none': the preset's (BERT: 0.1)",
@@ -114,7 +129,8 @@ def run_pretraining(config: PretrainConfig):
     if missing:
         raise ValueError(f"No such file: {', '.join(missing)}. Nothing was written.")
     check_utf8([*config.corpus, *([config.vocab] if config.vocab else [])])  # before anything is written
-    check_documents(config.corpus, config.eval_fraction)
+    if config.corpus:  # the built-in corpus (none given) holds thousands
+        check_documents(config.corpus, config.eval_fraction)
     with run_lock(config.output_dir):
         return _pretrain(config)
 
@@ -129,7 +145,7 @@ def _pretrain(config):
 
     keras.utils.set_random_seed(config.seed)
     files = config.corpus or [build_stdlib_corpus()]
-    tokenizer = WordPieceTokenizer(config.vocab or _learned_vocabulary(config, files), lowercase=config.lowercase)
+    tokenizer = _tokenizer(config, files)
     data = build_pretraining_datasets(
         files, tokenizer, max_seq_length=config.max_seq_length, max_predictions=config.max_predictions,
         masked_lm_prob=config.masked_lm_prob, short_seq_prob=config.short_seq_prob,
@@ -164,19 +180,49 @@ def _pretrain(config):
     if config.dtype == "float32":
         export = os.path.join(config.output_dir, "export")
         save_checkpoint(pretrainer, export, format="hf")
-        write_vocabulary(tokenizer.vocabulary, os.path.join(export, "vocab.txt"))
-        atomic_write_text(os.path.join(export, "tokenizer_config.json"),
-                          json.dumps({"do_lower_case": config.lowercase, "tokenizer_class": "BertTokenizer"}))
+        tokenizer.save_assets(export)  # vocab.txt, spiece.model, or vocab.json + merges.txt
+        settings = {"bert": {"do_lower_case": config.lowercase, "tokenizer_class": "BertTokenizer"},
+                    "albert": {"do_lower_case": config.lowercase, "keep_accents": not config.lowercase,
+                               "tokenizer_class": "AlbertTokenizer"},
+                    "roberta": {"add_prefix_space": True, "tokenizer_class": "RobertaTokenizer"}}
+        atomic_write_text(os.path.join(export, "tokenizer_config.json"), json.dumps(settings[_family(config.preset)]))
     write_report(config.output_dir, report)
     return report
 
 
-def _learned_vocabulary(config, files):
-    path = os.path.join(config.output_dir, "vocab.txt")
-    if not os.path.isfile(path):  # a resumed run keeps the vocabulary its weights were trained with
+def _family(preset):
+    """The preset's family decides its vocabulary: SentencePiece for ALBERT, byte-level BPE for
+    RoBERTa, WordPiece for the rest (BERT, DistilBERT)."""
+    return "albert" if preset.startswith("albert") else "roberta" if preset.startswith("roberta") else "bert"
+
+
+def _vocabulary_file(config):
+    """Where the run's learned vocabulary lives: vocab.txt, spiece.model or vocab.json (+ merges.txt)."""
+    name = {"albert": "spiece.model", "roberta": "vocab.json", "bert": "vocab.txt"}[_family(config.preset)]
+    return os.path.join(config.output_dir, name)
+
+
+def _tokenizer(config, files):
+    """The run's tokenizer: from --vocab (vocab.txt, a SentencePiece .model, or vocab.json with its
+    merges.txt beside), else the one learned on the corpus (a resumed run keeps the vocabulary
+    its weights were trained with)."""
+    path = config.vocab or _vocabulary_file(config)
+    if path.endswith(".model"):
+        if not os.path.isfile(path):
+            logger.info("Learning a SentencePiece vocabulary of %d pieces on %s", config.vocab_size, files)
+            return learn_sentencepiece(files, config.vocab_size, path, lowercase=config.lowercase)
+        return SentencePieceTokenizer(path, lowercase=config.lowercase, strip_accents=config.lowercase,
+                                      albert_quotes=True, special_tokens=ALBERT_SPECIALS)
+    if path.endswith(".json"):
+        if not os.path.isfile(path):
+            logger.info("Learning a byte-level BPE vocabulary of %d tokens on %s", config.vocab_size, files)
+            return learn_byte_pairs(files, config.vocab_size, config.output_dir)
+        return BytePairTokenizer(path, os.path.join(os.path.dirname(path), "merges.txt"), add_prefix_space=True,
+                                 special_tokens=ROBERTA_SPECIALS)
+    if not os.path.isfile(path):
         logger.info("Learning a vocabulary of at most %d tokens on %s", config.vocab_size, files)
         learn_vocabulary(files, config.vocab_size, config.lowercase, output=path)
-    return path
+    return WordPieceTokenizer(path, lowercase=config.lowercase)
 
 
 def _run_phases(config):
@@ -189,7 +235,7 @@ def _run_phases(config):
                                                "output_dir": os.path.join(config.output_dir, f"phase{i}")})
         reports.append(run_pretraining(phase))
         init = os.path.join(phase.output_dir, "pretrainer.weights.h5")
-        vocab = vocab or os.path.join(phase.output_dir, "vocab.txt")
+        vocab = vocab or _vocabulary_file(phase)
     report = {**reports[-1], "phases": reports}
     write_report(config.output_dir, report)
     return report

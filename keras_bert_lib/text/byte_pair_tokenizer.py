@@ -242,6 +242,10 @@ class BytePairTokenizer(TokenRoles, keras.layers.Layer):
             shape_invariants=(tf.TensorShape([None]), tf.TensorShape([None]), tf.TensorShape([])))
         return tf.RaggedTensor.from_value_rowids(flat, row_ids, nrows=rows)
 
+    @staticmethod
+    def _begins_word(token):
+        return token.startswith("Ġ")  # a space before it (fairseq's RoBERTa: is_beginning_of_word)
+
     def compute_output_spec(self, inputs):
         return keras.KerasTensor((*inputs.shape, None), dtype="int32", ragged=True)
 

@@ -11,6 +11,7 @@ from keras_bert_lib.text.tf_text import import_tensorflow_text
 from keras_bert_lib.text.token_roles import TokenRoles
 
 MODEL_FILE = "spiece.model"
+_PUNCTUATION = set('!"#$%&\'()*+,-./:;?@[\\]^_`{|}~')
 _SPACES = r"[\t\n\x{0B}\f\r\x{85}\p{Z}]"  # Unicode's White_Space
 
 
@@ -166,6 +167,11 @@ class SentencePieceTokenizer(TokenRoles, keras.layers.Layer):
     def detokenize(self, ids):
         """Ids → text, "▁" back to spaces."""
         return self._sp.detokenize(ids)
+
+    @staticmethod
+    def _begins_word(piece):
+        # Google's ALBERT (_is_start_piece): "▁" begins a word, and so do "<…>" pieces and punctuation.
+        return piece.startswith(("▁", "<")) or piece in _PUNCTUATION
 
     def compute_output_spec(self, inputs):
         return keras.KerasTensor((*inputs.shape, None), dtype="int32", ragged=True)

@@ -1,5 +1,7 @@
 """TokenRoles: what every tokenizer answers about its vocabulary (ids of tokens, tokens of ids,
-and which token plays each role: start, end, pad, mask, unk)."""
+which token plays each role: start, end, pad, mask, unk, and which tokens begin a word)."""
+
+import numpy as np
 
 ROLES = ("start", "end", "pad", "mask", "unk")
 
@@ -60,6 +62,13 @@ class TokenRoles:
     def special_ids(self):
         """The ids of the special tokens, ascending (0, 100, 101, 102, 103 in bert-base-uncased)."""
         return sorted({self.token_to_id(t) for t in self.special_tokens.values()})
+
+    def word_starts(self):
+        """A bool per id: whether the token begins a word (whole-word masking masks a word's tokens
+        together). Special tokens begin one; the rest as `_begins_word` says for the family."""
+        self._check_vocabulary()
+        specials = set(self.special_tokens.values())
+        return np.array([t in specials or self._begins_word(t) for t in self.tokens])
 
     def _check_special_tokens(self, source):
         missing = sorted({t for t in self.special_tokens.values() if t not in self._index})

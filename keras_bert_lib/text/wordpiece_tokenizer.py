@@ -175,6 +175,10 @@ class WordPieceTokenizer(TokenRoles, keras.layers.Layer):
             return tf.constant([self._rust.decode(r, skip_special_tokens=False) for r in rows])
         return self._fast.detokenize(ids)
 
+    @staticmethod
+    def _begins_word(token):
+        return not token.startswith("##")  # "##" marks a continuation
+
     def compute_output_spec(self, inputs):
         return keras.KerasTensor((*inputs.shape, None), dtype="int32", ragged=True)
 

@@ -144,7 +144,8 @@ def cli_flag(name):
 
 
 # Files a run leaves besides config.json: if any is there, the folder holds a run.
-_RUN_FILES = ("report.json", "backup", "history.csv", "checkpoints", "vocab.txt", "pretraining_data")
+_RUN_FILES = ("report.json", "backup", "history.csv", "checkpoints", "vocab.txt", "spiece.model", "vocab.json",
+              "merges.txt", "pretraining_data")
 
 
 def prepare_output_dir(config):

@@ -120,7 +120,8 @@ def build_pretraining_datasets(files, tokenizer, *, max_seq_length=128, max_pred
                  .batch(batch_size, drop_remainder=True))  # static shapes for XLA and TPUs
         train = parallel_map(train, masked)
     else:
-        made_by = {"files": files, "vocabulary_size": tokenizer.vocabulary_size(), "lowercase": getattr(tokenizer, "lowercase", None),
+        made_by = {"files": files, "vocabulary_size": tokenizer.vocabulary_size(),
+                   "lowercase": getattr(tokenizer, "lowercase", None),
                    "max_seq_length": max_seq_length, "max_predictions": max_predictions,
                    "masked_lm_prob": masked_lm_prob, "short_seq_prob": short_seq_prob, "dupe_factor": dupe_factor,
                    "sentence_task": sentence_task, "whole_word_masking": whole_word_masking, "max_ngram": max_ngram,

@@ -50,28 +50,31 @@ def read_byte_pair_files(vocabulary, merges):
     return {str(k): int(v) for k, v in vocabulary.items()}, merges
 
 
-class _ConstantTable:
-    """strings → int32 by a sorted array of their 64-bit fingerprints, a constant of the graph: no
-    resource, so no initializer in a saved file and nothing `tf.random.set_seed` can drop (a
-    `tf.lookup.StaticHashTable` is both). Fingerprints that collide are refused when it is built."""
+class _MergeTable:
+    """The merges as pairs of ids: sorted keys left · V + right, each with its rank and the id it
+    merges into, constants of the graph (no resource: nothing a `tf.random.set_seed` can drop,
+    no initializer in a saved file). Every symbol in byte-level BPE is a vocabulary token, so the
+    loop runs on ids, never on strings."""
 
-    def __init__(self, keys, values, default):
-        fingerprints = _fingerprint(tf.constant(keys or [""], tf.string)).numpy()
-        order = np.argsort(fingerprints, kind="stable")
-        if len(np.unique(fingerprints)) != len(fingerprints):
-            raise ValueError("Two tokens share a 64-bit fingerprint; this vocabulary cannot be looked up.")
-        self.keys = tf.constant(fingerprints[order])
-        self.values = tf.constant(np.asarray(values or [default], np.int32)[order])
-        self.default = default
+    def __init__(self, vocabulary, merges):
+        size = max(vocabulary.values()) + 1
+        rows = []
+        for rank, merge in enumerate(merges):
+            left, _, right = merge.partition(" ")
+            if left in vocabulary and right in vocabulary and left + right in vocabulary:
+                rows.append((vocabulary[left] * size + vocabulary[right], rank, vocabulary[left + right]))
+        rows = sorted(set(rows)) or [(-1, _NO_RANK, 0)]
+        self.size = size
+        self.keys = tf.constant(np.array([r[0] for r in rows], np.int64))
+        self.ranks = tf.constant(np.array([r[1] for r in rows], np.int32))
+        self.merged = tf.constant(np.array([r[2] for r in rows], np.int32))
 
-    def lookup(self, strings):
-        wanted = _fingerprint(strings)
+    def lookup(self, left, right):
+        """(rank, merged id) of each pair of ids; _NO_RANK where the pair does not merge."""
+        wanted = tf.cast(left, tf.int64) * self.size + tf.cast(right, tf.int64)
         at = tf.minimum(tf.searchsorted(self.keys, wanted), tf.size(self.keys) - 1)
-        return tf.where(tf.gather(self.keys, at) == wanted, tf.gather(self.values, at), self.default)
-
-
-def _fingerprint(strings):
-    return tf.strings.to_hash_bucket_fast(strings, 2**63 - 1)
+        found = tf.gather(self.keys, at) == wanted
+        return tf.where(found, tf.gather(self.ranks, at), _NO_RANK), tf.gather(self.merged, at)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
@@ -133,9 +136,12 @@ class BytePairTokenizer(TokenRoles, keras.layers.Layer):
             tokens[i] = token
         self._set_tokens(tokens)
         self._check_special_tokens("The vocabulary")
-        self._token_ids = _ConstantTable(list(self.vocabulary), list(self.vocabulary.values()), self.unk_id)
-        self._ranks = _ConstantTable(self.merges, list(range(len(self.merges))), _NO_RANK)
-        self._bytes = tf.constant(_byte_alphabet())
+        self._merges = _MergeTable(self.vocabulary, self.merges)
+        self._byte_ids = tf.constant([self.vocabulary.get(c, self.unk_id) for c in _byte_alphabet()], tf.int32)
+        # Per id: its bytes, and the spaces ("Ġ") it starts and ends with (offsets leave those out).
+        self._id_bytes = tf.constant([len(t) for t in self.tokens], tf.int64)
+        self._id_lead = tf.constant([len(t) - len(t.lstrip("Ġ")) for t in self.tokens], tf.int64)
+        self._id_trail = tf.constant([len(t) - len(t.rstrip("Ġ")) for t in self.tokens], tf.int64)
 
     def save_assets(self, dir_path):
         with open(os.path.join(dir_path, "vocab.json"), "w", encoding="utf-8") as f:
@@ -152,17 +158,15 @@ class BytePairTokenizer(TokenRoles, keras.layers.Layer):
         self._check_vocabulary()
         inputs = tf.convert_to_tensor(inputs, tf.string)
         scalar = inputs.shape.rank == 0
-        pieces, tokens = self._tokens(inputs[None] if scalar else inputs)
-        out = tf.ragged.map_flat_values(self._token_ids.lookup, tokens)
+        out = self._ids(inputs[None] if scalar else inputs)
         return out[0] if scalar else out
 
-    def _tokens(self, texts):
-        """(GPT-2's pieces (B, W), the byte-level tokens (B, N) they merge into)."""
-        pieces = self.split(texts)  # (B, W)
+    def _ids(self, texts):
+        """The (B, N) ids of the texts' tokens."""
+        pieces = self.split(texts)  # (B, W) GPT-2's pieces
         words, which = tf.unique(pieces.flat_values)  # (U,): real text repeats its words
         merged = tf.gather(self._merge(self._to_symbols(words)), which)  # (W, P)
-        return pieces, tf.RaggedTensor.from_row_splits(merged.flat_values,
-                                                       tf.gather(merged.row_splits, pieces.row_splits))
+        return tf.RaggedTensor.from_row_splits(merged.flat_values, tf.gather(merged.row_splits, pieces.row_splits))
 
     def tokenize_with_offsets(self, texts):
         """Ids and each token's [start, end) characters in the original text, as HuggingFace's
@@ -187,15 +191,12 @@ class BytePairTokenizer(TokenRoles, keras.layers.Layer):
         prefixed = tf.zeros_like(texts, tf.int64)
         if self.add_prefix_space:  # the space it adds is not in the text: offsets move back by one
             prefixed = tf.cast(~tf.strings.regex_full_match(texts, " .*"), tf.int64)
-        pieces, tokens = self._tokens(texts)
-        token_bytes = tf.cast(tf.strings.length(tokens, unit="UTF8_CHAR"), tf.int64)  # a character a byte
+        ids = self._ids(texts)
+        token_bytes = tf.ragged.map_flat_values(tf.gather, self._id_bytes, ids)  # a character of a token a byte
         starts = tf.math.cumsum(token_bytes, axis=1, exclusive=True) - prefixed[:, None]
         ends = starts + token_bytes
-        lead = tf.strings.length(tf.strings.regex_replace(tokens, "^(Ġ*)(?s:.*)$", r"\1"), unit="UTF8_CHAR")
-        trail = tf.strings.length(tf.strings.regex_replace(tokens, "^(?s:.*?)(Ġ*)$", r"\1"), unit="UTF8_CHAR")
-        starts = tf.minimum(starts + tf.cast(lead, tf.int64), ends)
-        ends = tf.maximum(ends - tf.cast(trail, tf.int64), starts)
-        ids = tf.ragged.map_flat_values(self._token_ids.lookup, tokens)
+        starts = tf.minimum(starts + tf.ragged.map_flat_values(tf.gather, self._id_lead, ids), ends)
+        ends = tf.maximum(ends - tf.ragged.map_flat_values(tf.gather, self._id_trail, ids), starts)
         sizes = tf.strings.length(tf.strings.unicode_split(texts, "UTF-8"))  # (B, C) each character's bytes
         return (ids, *character_offsets(sizes, ids, tf.maximum(starts, 0), tf.maximum(ends, 0)))
 
@@ -210,13 +211,13 @@ class BytePairTokenizer(TokenRoles, keras.layers.Layer):
         return tf.ragged.boolean_mask(pieces, keep)
 
     def _to_symbols(self, words):
-        """(W,) strings → (W, C) ragged symbols, each byte as its printable character."""
+        """(W,) strings → (W, C) ragged ids, one per byte: the id of its printable character."""
         codes = tf.ragged.map_flat_values(
             lambda b: tf.cast(tf.reshape(tf.io.decode_raw(b, tf.uint8), [-1]), tf.int32), tf.strings.bytes_split(words))
-        return tf.ragged.map_flat_values(lambda c: tf.gather(self._bytes, c), codes)
+        return tf.ragged.map_flat_values(lambda c: tf.gather(self._byte_ids, c), codes)
 
     def _merge(self, symbols):
-        """BPE on (W, C) ragged symbols: while some word has a pair in the merges, merge in every word
+        """BPE on (W, C) ragged ids: while some word has a pair in the merges, merge in every word
         its lowest-ranked pair, at each occurrence left to right (a run "a a a" merges its first two)."""
         rows = symbols.nrows(out_type=tf.int32)
 
@@ -224,8 +225,9 @@ class BytePairTokenizer(TokenRoles, keras.layers.Layer):
             n = tf.shape(flat)[0]
             position = tf.range(n)
             same_word = tf.concat([row_ids[1:] == row_ids[:-1], [False]], 0)[:n]  # a right neighbour in its word
-            right = tf.concat([flat[1:], [""]], 0)[:n]
-            rank = tf.where(same_word, self._ranks.lookup(tf.strings.join([flat, right], " ")), _NO_RANK)
+            right = tf.concat([flat[1:], [0]], 0)[:n]
+            rank, merged = self._merges.lookup(flat, right)
+            rank = tf.where(same_word, rank, _NO_RANK)
             best = tf.math.unsorted_segment_min(rank, row_ids, rows)  # (W,) each word's lowest rank
             hit = (rank == tf.gather(best, row_ids)) & (rank < _NO_RANK)
             # Overlapping hits ("a a a"): within a run of hits take the 1st, 3rd, …
@@ -233,7 +235,7 @@ class BytePairTokenizer(TokenRoles, keras.layers.Layer):
                                   tf.cumsum(tf.cast(~hit, tf.int32)) - tf.cast(~hit, tf.int32))
             merge = hit & ((position - run_start) % 2 == 0)
             dropped = tf.concat([[False], merge[:-1]], 0)[:n]  # the right half of each merged pair
-            flat = tf.where(merge, tf.strings.join([flat, right]), flat)
+            flat = tf.where(merge, merged, flat)
             return tf.boolean_mask(flat, ~dropped), tf.boolean_mask(row_ids, ~dropped), tf.reduce_any(merge)
 
         flat, row_ids, _ = tf.while_loop(

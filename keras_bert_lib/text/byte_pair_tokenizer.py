@@ -108,7 +108,7 @@ class BytePairTokenizer(TokenRoles, keras.layers.Layer):
         from keras_bert_lib.text import BytePairTokenizer
         vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "<mask>": 4, "a": 5, "b": 6, "Ġ": 7, "ab": 8, "Ġab": 9}
         tokenizer = BytePairTokenizer(vocab, ["a b", "Ġ ab"])
-        tokenizer(["ab ab", "ba"])   # [[8, 9], [6, 5]]
+        assert tokenizer(["ab ab", "ba"]).to_list() == [[8, 9], [6, 5]]
         ```
     Reference:
         Sennrich et al., 2016 (BPE); Radford et al., 2019 (GPT-2, byte-level); Liu et al., 2019 (RoBERTa)
@@ -183,7 +183,7 @@ class BytePairTokenizer(TokenRoles, keras.layers.Layer):
             vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "<mask>": 4, "a": 5, "b": 6, "Ġ": 7, "ab": 8,
                      "Ġab": 9}
             ids, starts, ends = BytePairTokenizer(vocab, ["a b", "Ġ ab"]).tokenize_with_offsets(["ab ab"])
-            starts.to_list(), ends.to_list()   # [[0, 3]], [[2, 5]]
+            assert (starts.to_list(), ends.to_list()) == ([[0, 3]], [[2, 5]])   # "ab", then "ab" past its space
             ```
         """
         self._check_vocabulary()

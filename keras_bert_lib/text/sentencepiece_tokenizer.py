@@ -72,10 +72,11 @@ class SentencePieceTokenizer(TokenRoles, keras.layers.Layer):
         from keras_bert_lib.text import SentencePieceTokenizer
         model = io.BytesIO()
         spm.SentencePieceTrainer.train(sentence_iterator=iter(["the cat sat", "the dog ran"] * 20), model_writer=model,
-                                       vocab_size=20, pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
+                                       vocab_size=18, pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
                                        control_symbols=["[CLS]", "[SEP]", "[MASK]"], minloglevel=2)
         tokenizer = SentencePieceTokenizer(model.getvalue(), lowercase=True)
-        tokenizer.id_to_token(tokenizer(["The cat"])[0][0])   # "▁the"
+        pieces = [tokenizer.id_to_token(i) for i in tokenizer(["The cat"]).to_list()[0]]
+        assert pieces == ["▁", "t", "h", "e", "▁", "c", "at"] and tokenizer.cls_id == 2   # lower-cased
         ```
     Reference:
         Kudo & Richardson, 2018 (SentencePiece); Kudo, 2018 (unigram); Lan et al., 2020 (ALBERT)

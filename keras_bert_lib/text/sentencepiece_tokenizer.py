@@ -62,6 +62,9 @@ class SentencePieceTokenizer(TokenRoles, keras.layers.Layer):
         albert_quotes: bool. Rewrite "``" and "''" as '"' first (ALBERT).
         special_tokens: dict with keys start, end, pad, mask, unk: the tokens of each role.
         packing: "bert" (`[CLS] A [SEP] B [SEP]`, segments 0/1) or "roberta" (`<s> A </s></s> B </s>`).
+        trailing_space: bool. A text that ends in a space gets a lone "▁" last, as a `tokenizer.json`
+            whose pre-tokenizer is Metaspace alone (xlm-roberta-base's) gives; newer ones split on
+            whitespace first and give none.
     Call arguments:
         inputs: string tensor (B,) or scalar.
     Returns:
@@ -83,8 +86,9 @@ class SentencePieceTokenizer(TokenRoles, keras.layers.Layer):
     """
 
     def __init__(self, model=None, lowercase=False, strip_accents=False, albert_quotes=False, special_tokens=None,
-                 packing="bert", **kwargs):
+                 packing="bert", trailing_space=False, **kwargs):
         super().__init__(**kwargs)
+        self.trailing_space = trailing_space
         self.lowercase = lowercase
         self.strip_accents = strip_accents
         self.albert_quotes = albert_quotes
@@ -132,7 +136,15 @@ class SentencePieceTokenizer(TokenRoles, keras.layers.Layer):
     def call(self, inputs):
         self._check_vocabulary()
         inputs = tf.convert_to_tensor(inputs, tf.string)
-        return self._sp.tokenize(self.normalize(inputs))
+        if inputs.shape.rank == 0:
+            return self.call(inputs[None])[0]
+        ids = self._sp.tokenize(self.normalize(inputs))
+        if self.trailing_space and "▁" in self._index:  # a lone "▁" for the text's last space
+            ends = tf.strings.regex_full_match(inputs, rf"(?s).*{_SPACES}")
+            last = tf.where(ends, self.token_to_id("▁"), -1)[..., None]
+            last = tf.ragged.boolean_mask(last, last >= 0).with_row_splits_dtype(ids.row_splits.dtype)
+            ids = tf.concat([ids, last], axis=-1)
+        return ids
 
     def tokenize_with_offsets(self, texts):
         """Ids and each piece's [start, end) characters in the original text, as HuggingFace's
@@ -180,7 +192,8 @@ class SentencePieceTokenizer(TokenRoles, keras.layers.Layer):
     def get_config(self):
         return {**super().get_config(), "model": None,  # an asset: see save_assets
                 "lowercase": self.lowercase, "strip_accents": self.strip_accents,
-                "albert_quotes": self.albert_quotes, "special_tokens": self.special_tokens, "packing": self.packing}
+                "albert_quotes": self.albert_quotes, "special_tokens": self.special_tokens, "packing": self.packing,
+                "trailing_space": self.trailing_space}
 
 
 def _past_spaces(space, start, end):

@@ -115,7 +115,8 @@ def _from_tokenizer_json(path, data, settings):
         return SentencePieceTokenizer(proto, lowercase=bool(_steps(normalizer, "Lowercase")),
                                       strip_accents=bool(_steps(normalizer, "StripAccents")),
                                       albert_quotes=bool(replaced), special_tokens=specials,
-                                      packing=_packing(data, specials))
+                                      packing=_packing(data, specials),
+                                      trailing_space=not _steps(data.get("pre_tokenizer"), "WhitespaceSplit"))
     if kind == "BPE" and _steps(data.get("pre_tokenizer"), "ByteLevel"):
         unsupported = [k for k in ("dropout", "continuing_subword_prefix", "end_of_word_suffix", "ignore_merges")
                        if model.get(k)]

@@ -199,3 +199,21 @@ def test_a_multilingual_sentence_embedder_equals_mean_pooled_transformers(folder
     pooled = (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
     pooled /= np.linalg.norm(pooled, axis=-1, keepdims=True)
     assert np.max(np.abs(np.asarray(ours) - pooled)) < 1e-4
+
+
+def test_an_older_tokenizer_json_with_metaspace_alone_keeps_its_trailing_piece(folders, lines, tmp_path):
+    """xlm-roberta-base's tokenizer.json: the character map, runs of spaces made one, Metaspace
+    alone (no whitespace split first), so a text that ends in a space ends with a lone "▁"."""
+    from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers
+
+    proto = families._proto((folders["bert+xlmr"][0] / "sentencepiece.bpe.model").read_bytes())
+    vocab = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)]
+    vocab += [(p.piece, p.score) for p in proto.pieces[3:]] + [("<mask>", 0.0)]
+    reference = Tokenizer(models.Unigram(vocab, unk_id=3))
+    reference.normalizer = normalizers.Sequence([normalizers.Precompiled(proto.normalizer_spec.precompiled_charsmap),
+                                                 normalizers.Replace(Regex(" {2,}"), " ")])
+    reference.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    reference.save(str(tmp_path / "tokenizer.json"))
+    texts = lines[:200] + ["x  ", "\tx\n", " ", "a  b"]
+    got = load_preprocessor(tmp_path).tokenizer(tf.constant(texts)).to_list()
+    assert got == [e.ids for e in reference.encode_batch(texts, add_special_tokens=False)]

@@ -125,10 +125,14 @@ def run_pretraining(config: PretrainConfig):
         # run_pretraining(PretrainConfig(steps=100, steps_per_epoch=50))   # minutes; the README's main job
         ```
     """
-    missing = [p for p in [*config.corpus, *([config.vocab] if config.vocab else [])] if not os.path.isfile(p)]
+    vocab = [config.vocab] if config.vocab else []
+    if config.vocab and config.vocab.endswith(".json"):  # byte-level BPE: its merges.txt beside it
+        vocab.append(os.path.join(os.path.dirname(config.vocab), "merges.txt"))
+    missing = [p for p in [*config.corpus, *vocab] if not os.path.isfile(p)]
     if missing:
         raise ValueError(f"No such file: {', '.join(missing)}. Nothing was written.")
-    check_utf8([*config.corpus, *([config.vocab] if config.vocab else [])])  # before anything is written
+    # Text files are checked before anything is written (a SentencePiece .model is binary).
+    check_utf8([*config.corpus, *(v for v in vocab if not v.endswith(".model"))])
     if config.corpus:  # the built-in corpus (none given) holds thousands
         check_documents(config.corpus, config.eval_fraction)
     with run_lock(config.output_dir):

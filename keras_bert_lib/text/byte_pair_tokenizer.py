@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from keras_bert_lib.file_checks import open_text
 from keras_bert_lib.text.offsets import character_offsets
+from keras_bert_lib.text.pair_runs import pair_starts
 from keras_bert_lib.text.tf_text import import_tensorflow_text
 from keras_bert_lib.text.token_roles import TokenRoles
 
@@ -118,12 +119,8 @@ class BytePairTokenizer(TokenRoles, keras.layers.Layer):
                  **kwargs):
         super().__init__(**kwargs)
         self.add_prefix_space = add_prefix_space
-        self.special_tokens = dict(special_tokens or {"start": "<s>", "end": "</s>", "pad": "<pad>",
-                                                      "mask": "<mask>", "unk": "<unk>"})
-        self.packing = packing
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
-        self.built = True
+        self._text_layer(special_tokens or {"start": "<s>", "end": "</s>", "pad": "<pad>", "mask": "<mask>",
+                                            "unk": "<unk>"}, packing)
         self.vocabulary = None  # a .keras file's loader sets it from the assets (load_assets)
         if vocabulary is not None:
             self.set_vocabulary(vocabulary, merges)
@@ -223,17 +220,13 @@ class BytePairTokenizer(TokenRoles, keras.layers.Layer):
 
         def body(flat, row_ids):
             n = tf.shape(flat)[0]
-            position = tf.range(n)
             same_word = tf.concat([row_ids[1:] == row_ids[:-1], [False]], 0)[:n]  # a right neighbour in its word
             right = tf.concat([flat[1:], [0]], 0)[:n]
             rank, merged = self._merges.lookup(flat, right)
             rank = tf.where(same_word, rank, _NO_RANK)
             best = tf.math.unsorted_segment_min(rank, row_ids, rows)  # (W,) each word's lowest rank
             hit = (rank == tf.gather(best, row_ids)) & (rank < _NO_RANK)
-            # Overlapping hits ("a a a"): within a run of hits take the 1st, 3rd, …
-            run_start = tf.gather(tf.concat([[0], tf.boolean_mask(position + 1, ~hit)], 0),
-                                  tf.cumsum(tf.cast(~hit, tf.int32)) - tf.cast(~hit, tf.int32))
-            merge = hit & ((position - run_start) % 2 == 0)
+            merge = pair_starts(hit)  # overlapping hits ("a a a"): the 1st, 3rd, … of a run
             dropped = tf.concat([[False], merge[:-1]], 0)[:n]  # the right half of each merged pair
             flat = tf.where(merge, merged, flat)
             return tf.boolean_mask(flat, ~dropped), tf.boolean_mask(row_ids, ~dropped), tf.reduce_any(merge)

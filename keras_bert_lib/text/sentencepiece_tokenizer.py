@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert_lib.text.offsets import character_offsets
+from keras_bert_lib.text.pair_runs import pair_starts
 from keras_bert_lib.text.sentencepiece_model import UNIGRAM, maps_characters, read_model
 from keras_bert_lib.text.tf_text import import_tensorflow_text
 from keras_bert_lib.text.token_roles import TokenRoles
@@ -92,12 +93,8 @@ class SentencePieceTokenizer(TokenRoles, keras.layers.Layer):
         self.lowercase = lowercase
         self.strip_accents = strip_accents
         self.albert_quotes = albert_quotes
-        self.special_tokens = dict(special_tokens or {"start": "[CLS]", "end": "[SEP]", "pad": "<pad>",
-                                                      "mask": "[MASK]", "unk": "<unk>"})
-        self.packing = packing
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
-        self.built = True
+        self._text_layer(special_tokens or {"start": "[CLS]", "end": "[SEP]", "pad": "<pad>", "mask": "[MASK]",
+                                            "unk": "<unk>"}, packing)
         self.model = None  # a .keras file's loader sets it from the assets (load_assets)
         if model is not None:
             self.set_model(model)
@@ -212,13 +209,8 @@ def _paired_quotes(chars, flat):
     nothing, its second '"' (where HuggingFace's alignment puts it)."""
     text, rows = chars.flat_values, chars.value_rowids()
     n = tf.shape(text)[0]
-    position = tf.range(n)
     same_row = tf.concat([rows[1:] == rows[:-1], [False]], 0)[:n]
     nxt = tf.concat([text[1:], [""]], 0)[:n]
-    hit = same_row & (text == nxt) & ((text == "`") | (text == "'"))
-    # A run "````" holds two pairs: within a run of hits take the 1st, 3rd, …
-    run_start = tf.gather(tf.concat([[0], tf.boolean_mask(position + 1, ~hit)], 0),
-                          tf.cumsum(tf.cast(~hit, tf.int32)) - tf.cast(~hit, tf.int32))
-    first = hit & ((position - run_start) % 2 == 0)
+    first = pair_starts(same_row & (text == nxt) & ((text == "`") | (text == "'")))  # "````": two pairs
     second = tf.concat([[False], first[:-1]], 0)[:n]
     return tf.where(first, "", tf.where(second, '"', flat))

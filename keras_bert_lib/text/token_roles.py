@@ -25,6 +25,15 @@ class TokenRoles:
 
     tokens = None
 
+    def _text_layer(self, special_tokens, packing):
+        """The roles and packing, and what a layer that takes strings tells Keras (built, no
+        conversion of its string input), set by each tokenizer's constructor."""
+        self.special_tokens = dict(special_tokens)
+        self.packing = packing
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.built = True
+
     def _set_tokens(self, tokens):
         self.tokens = list(tokens)
         self._index = {t: i for i, t in enumerate(self.tokens)}

@@ -63,9 +63,6 @@ class WordPieceTokenizer(TokenRoles, keras.layers.Layer):
         Devlin et al., 2019, §3; Wu et al., 2016 (WordPiece); Song et al., 2021 (Fast WordPiece)
     """
 
-    packing = "bert"  # [CLS] A [SEP] B [SEP] (see pack_segments)
-    special_tokens = dict(zip(("pad", "unk", "start", "end", "mask"), SPECIAL_TOKENS))
-
     def __init__(self, vocabulary=None, lowercase=True, strip_accents=None, max_bytes_per_word=100,
                  backend="auto", **kwargs):
         super().__init__(**kwargs)
@@ -78,9 +75,8 @@ class WordPieceTokenizer(TokenRoles, keras.layers.Layer):
         self._strip = lowercase if strip_accents is None else strip_accents
         self._engine = backend if backend != "auto" else (
             "tensorflow_text" if _has_tensorflow_text() else "tokenizers")
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
-        self.built = True
+        # [CLS] A [SEP] B [SEP] (see pack_segments); the roles' tokens are BERT's five.
+        self._text_layer(dict(zip(("pad", "unk", "start", "end", "mask"), SPECIAL_TOKENS)), "bert")
         self.vocabulary = None  # a .keras file's loader sets it from the assets (load_assets)
         if vocabulary is not None:
             self.set_vocabulary(vocabulary)

@@ -19,14 +19,14 @@ COMMANDS = (
      "with the package, or your own CSV files), prints held-out accuracy "
      "against the majority class, exports the classifier as a TF Serving "
      "SavedModel on raw strings, TFLite (float32 and dynamic int8) and ONNX (fused, and int8), and prints every "
-     "artefact's agreement, held-out accuracy, size and latency. About 3 minutes on 2 CPU cores; run again, it "
+     "artefact's agreement, held-out accuracy, size and latency. Run again, it "
      "keeps the training it finished and exports afresh."),
     ("summary", "build a preset, print its layers and time a forward pass",
      "Builds a preset with random weights, prints its layer table and parameter count, and times one compiled "
      "forward pass."),
     ("pretrain", "pre-train with masked LM and NSP/SOP (default: the quick-start on the stdlib corpus)",
      "Pre-trains a BERT-family encoder. With no flag: the quick-start (BERT-Tiny on Python's standard-library "
-     "docstrings, 9 to 10 minutes on 2 CPU cores). Killed, the same command resumes; a finished run is not "
+     "docstrings). Killed, the same command resumes; a finished run is not "
      "trained again without --overwrite."),
     ("finetune", "fine-tune a checkpoint on a task: classify, rerank, embed, answer spans, tag words, ...",
      "Fine-tunes a checkpoint folder (Google TF1 or HuggingFace, with its vocab.txt) on a task's labelled files, "

@@ -1,6 +1,6 @@
 """The pre-training quick-start in float32 and in mixed_bfloat16: both loss curves in one PNG.
 
-    python bench/bfloat16_curves.py [--steps 880] [--steps-per-epoch 110] [--output-dir runs/bfloat16_curves]
+    python -m bench.bfloat16_curves [--steps 880] [--steps-per-epoch 110] [--output-dir runs/bfloat16_curves]
 
 Runs `keras-bert pretrain`'s quick-start (BERT-Tiny on the stdlib corpus, MLM + NSP, the same
 seed and data) once per dtype, each in its own folder under --output-dir (a finished run is
@@ -9,16 +9,14 @@ two losses and their difference, with each run's wall time.
 """
 
 import argparse
-import json
 import os
-import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from keras_bert_lib.runs import PretrainConfig, run_pretraining  # noqa: E402
-from keras_bert_lib.training.curves import read_history  # noqa: E402
+from bench.common import write_results
+from keras_bert_lib.runs import PretrainConfig, run_pretraining
+from keras_bert_lib.training.curves import read_history
 
 DTYPES = ("float32", "mixed_bfloat16")
 
@@ -60,8 +58,7 @@ def main():
         print(f"{i + 1:>5} {a:9.4f} {b:9.4f} {b - a:+11.4f}")
         rows.append({"epoch": i + 1, "float32": a, "mixed_bfloat16": b})
     print("wall time: " + ", ".join(f"{d} {s:.0f} s" for d, s in seconds.items()))
-    with open(os.path.join(args.output_dir, "comparison.json"), "w", encoding="utf-8") as f:
-        json.dump({"held_out_loss": rows, "seconds": seconds, "steps": args.steps}, f, indent=1)
+    write_results(__file__, rows, seconds=seconds, steps=args.steps)
 
 
 if __name__ == "__main__":

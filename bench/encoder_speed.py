@@ -1,6 +1,6 @@
 """Forward speed of bert_base against keras-hub's BertBackbone, in one interleaved run.
 
-    python bench/encoder_speed.py [--rounds 7] [--length 128] [--layers 12]
+    python -m bench.encoder_speed [--rounds 7] [--length 128] [--layers 12]
 
 Rows for float32 and mixed_bfloat16, each compiled with XLA and as a plain TensorFlow graph
 (oneDNN kernels), ours and keras-hub's, our default path (`compile_path.choose_jit_compile`),
@@ -15,23 +15,21 @@ FLOP model (shared/reference.md): 2·P_mm·T + 4·L·T²·H per sequence, P_mm =
 import argparse
 import os
 import statistics
-import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # keras (and tensorflow) come before keras_bert_lib below: turn oneDNN on as `import keras_bert_lib`
 # would, before TensorFlow reads the setting (README, "In Python").
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
-import keras  # noqa: E402
-import keras_hub  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import keras
+import keras_hub
+import numpy as np
+import tensorflow as tf
 
-import keras_bert_lib as kb  # noqa: E402
-from bench.interleaved import interleaved_medians  # noqa: E402
-from keras_bert_lib.models import encoder_from_keras_hub, with_dtype  # noqa: E402
+import keras_bert_lib as kb
+from bench.common import batch_of, interleaved_medians, write_results
+from keras_bert_lib.models import encoder_from_keras_hub, with_dtype
 
 
 def flops_per_sequence(config, length):
@@ -58,13 +56,6 @@ def matmul_ceiling(rows, seconds=1.0):
         chain(x).numpy()
         runs += 1
     return 4 * 4 * rows * 768 * 3072 * runs / (time.perf_counter() - start) / 1e9
-
-
-def batch_of(size, length, vocab):
-    rng = np.random.default_rng(0)
-    return {"token_ids": rng.integers(1000, vocab, (size, length)).astype("int32"),
-            "segment_ids": (np.arange(length)[None] >= length // 2).repeat(size, 0).astype("int32"),
-            "padding_mask": np.ones((size, length), "int32")}
 
 
 def compiled(model, jit):
@@ -119,6 +110,7 @@ def main():
     for dtype in ("float32", "mixed_bfloat16"):
         print(f"default path for {dtype}: {'XLA' if choose_jit_compile(dtype)[0] else 'graph (oneDNN)'}: "
               f"{choose_jit_compile(dtype)[1]}")
+    rows = []
     for size in (8, 1):
         batch = batch_of(size, args.length, config.vocab_size)
         for fn in variants.values():  # compile and warm up
@@ -140,6 +132,10 @@ def main():
             t = medians[name]
             print(f"{name:40s} {t * 1e3:10.1f} {size / t:8.1f} {flop / t / 1e9:8.0f} "
                   f"{100 * flop / t / 1e9 / ceil:6.0f}% {hub_best / t:10.2f}x")
+            rows.append({"batch": size, "variant": name, "median_ms": round(t * 1e3, 1),
+                         "sequences_per_s": round(size / t, 2),
+                         "share_of_matmul_ceiling": round(flop / t / 1e9 / ceil, 3),
+                         "vs_keras_hub_best": round(hub_best / t, 3)})
         t_bf16 = medians["ours mixed_bfloat16 (default)"]
         print(f"our default bfloat16 over our default float32: {ours_fp32 / t_bf16:.2f}x; over keras-hub's "
               f"fastest bfloat16: {hub_bf16_best / t_bf16:.2f}x; float32 graph over XLA: "
@@ -156,6 +152,7 @@ def main():
         print(f"bfloat16 ({name}) pooled_output cosine to float32: min {cos.min():.5f}")
     hub_out = hub.predict_on_batch(batch)["pooled_output"]
     print(f"max |ours - keras-hub| pooled_output: {np.max(np.abs(a - hub_out)):.2e}")
+    write_results(__file__, rows, length=args.length, layers=config.num_hidden_layers, rounds=args.rounds)
 
 
 if __name__ == "__main__":

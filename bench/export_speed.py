@@ -1,6 +1,6 @@
 """bert_base served every way we export it: Keras, SavedModel, TFLite and ONNX Runtime, one run.
 
-    python bench/export_speed.py [--rounds 7] [--length 128] [--layers 12] [--pause 0.2] [--output DIR]
+    python -m bench.export_speed [--rounds 7] [--length 128] [--layers 12] [--pause 0.2] [--output DIR]
 
 Exports one bert_base encoder (random weights, random biases and LayerNorm parameters; speed does
 not depend on the values) to a SavedModel, TFLite float32 and dynamic-range int8, and ONNX
@@ -14,51 +14,19 @@ Goals (issue 13): fused ONNX Runtime ≥ 1.25× our Keras XLA path at batch 1; e
 """
 
 import argparse
-import json
 import os
-import platform
-import subprocess
-import sys
 import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-import keras_bert_lib as kb  # noqa: E402
-from bench.encoder_speed import batch_of  # noqa: E402
-from bench.interleaved import interleaved_medians  # noqa: E402
-from keras_bert_lib.export import export_saved_model  # noqa: E402
-from keras_bert_lib.export.isolated import export_isolated  # noqa: E402
-from keras_bert_lib.export.parity import runner  # noqa: E402
-
-
-def cpu_tag():
-    """"epyc_avx512" or "epyc_avx2" …: the results file of each kind of machine kept apart."""
-    flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
-    vendor = cpu_model().split()[1].lower() if len(cpu_model().split()) > 1 else "cpu"
-    return f"{vendor}_{'amx' if 'amx_bf16' in flags else 'avx512' if 'avx512_vnni' in flags else 'avx2'}"
-
-
-def cpu_model():
-    """lscpu's model name with its family and model numbers and its widest vector and bfloat16
-    instructions: "AMD EPYC" alone names Zen 3 (AVX2) and Zen 4 (AVX512-BF16) alike."""
-    from keras_bert_lib.compile_path import bfloat16_kernels, cpu_flags
-
-    lines = subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines()
-    field = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
-    flags = cpu_flags()
-    vectors = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
-    kernels = bfloat16_kernels(flags)
-    return (f"{field.get('Model name', platform.processor())} (family {field.get('CPU family', '?')}, "
-            f"model {field.get('Model', '?')}; {vectors}, {'bfloat16: ' + kernels if kernels else 'no bfloat16'})")
-
-
-def cosine(a, b):
-    a, b = np.asarray(a, "float64"), np.asarray(b, "float64")
-    return float(np.min(np.sum(a * b, -1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)))
+import keras_bert_lib as kb
+from bench.common import batch_of, cosine, cpu_model, interleaved_medians, write_results
+from keras_bert_lib.export import export_saved_model
+from keras_bert_lib.export.isolated import export_isolated
+from keras_bert_lib.export.parity import runner
 
 
 def main():
@@ -104,6 +72,7 @@ def main():
     variants.update({name: runner(path) for name, path in paths.items()})
     results = {"cpu": cpu_model(), "cores": os.cpu_count(), "layers": args.layers, "length": args.length,
                "rounds": args.rounds, "pause_s": args.pause, "conversion_seconds": conversion_s, "batches": {}}
+    rows_ratios = {}
     for size in (1, 8):
         batch = batch_of(size, args.length, encoder.config.vocab_size)
         want = np.asarray(encoder.predict_on_batch(batch)["pooled_output"])
@@ -125,12 +94,14 @@ def main():
                   "ONNX int8 / fused ONNX": medians["ONNX Runtime, fused"] / medians["ONNX Runtime, fused int8"],
                   "ONNX int8 / tf2onnx graph": medians["ONNX Runtime, tf2onnx graph"] / medians[
                       "ONNX Runtime, fused int8"]}
-        results["batches"][size]["ratios"] = ratios
+        rows_ratios[size] = ratios
         print("speed-ups: " + "; ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
-    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", f"export_speed_{cpu_tag()}.json")
-    with open(out, "w", encoding="utf-8") as f:
-        json.dump(results, f, indent=1)
-    print(f"\nwritten: {out}")
+    rows = [{"batch": size, "variant": name, **values} for size, table in results.pop("batches").items()
+            for name, values in table.items() if name != "ratios"]
+    rows += [{"batch": size, "variant": name, "ratio": value} for size, table in rows_ratios.items()
+             for name, value in table.items()]
+    rows += [{"variant": f"conversion: {name}", "seconds": s} for name, s in results.pop("conversion_seconds").items()]
+    write_results(__file__, rows, **{k: v for k, v in results.items() if k not in ("cpu", "cores")})
 
 
 if __name__ == "__main__":

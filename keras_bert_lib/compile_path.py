@@ -50,7 +50,7 @@ def bfloat16_kernels(flags=None):
 def onednn_enabled():
     """Whether TensorFlow runs its CPU kernels through oneDNN in this process (None: TensorFlow is
     not installed). TensorFlow reads `TF_ENABLE_ONEDNN_OPTS` once, when it is imported, and leaves
-    oneDNN off by default on CPUs without AVX512 (AMD EPYC with AVX2, for one):
+    oneDNN off by default on CPUs without AVX512:
     `import keras_bert_lib` turns it on only where it is imported before TensorFlow (and so before
     `keras`, which imports TensorFlow), and warns where it comes too late.
 
@@ -69,10 +69,8 @@ def onednn_enabled():
 
 def warn_if_onednn_came_too_late(setting_before_import):
     """Warns, naming the fix, where TensorFlow was imported before `keras_bert_lib` with
-    `TF_ENABLE_ONEDNN_OPTS` unset (`setting_before_import` is None) and left oneDNN off: on the
-    AVX2 AMD EPYC here `predict` on real text then took 1.13x as long (14.11 s against 12.54 s
-    for 2,000 movie reviews, all-MiniLM-L6-v2, a process each, 2026-11-27) and BERT-Tiny's
-    training steps 1.3x (docs/pretraining.md). An explicit `TF_ENABLE_ONEDNN_OPTS` (1 or 0) is the
+    `TF_ENABLE_ONEDNN_OPTS` unset (`setting_before_import` is None) and left oneDNN off, which makes
+    `predict` and training steps slower on CPUs without AVX512 (docs/text.md, "Speed"). An explicit `TF_ENABLE_ONEDNN_OPTS` (1 or 0) is the
     user's choice and is never warned about; so are other backends (JAX computes with XLA) and
     CPUs other than x86.
 
@@ -88,7 +86,7 @@ def warn_if_onednn_came_too_late(setting_before_import):
         return
     warnings.warn(
         "TensorFlow was imported before keras_bert_lib, so its oneDNN CPU kernels stay off on this CPU and "
-        "predict and training steps run slower (1.1-1.3x as long on an AVX2 AMD EPYC). "
+        "predict and training steps run slower. "
         "Import keras_bert_lib before tensorflow and keras, or export TF_ENABLE_ONEDNN_OPTS=1 "
         "(TF_ENABLE_ONEDNN_OPTS=0 keeps them off without this warning).", UserWarning, stacklevel=3)
 
@@ -97,11 +95,9 @@ def _accelerators():
     return [d for d in keras.distribution.list_devices() if not d.lower().startswith("cpu")]
 
 
-# Below this width bfloat16's matmuls are too small for oneDNN's kernels to beat XLA's fusion:
-# the quick-start's BERT-Tiny (H = 128) train step took 0.156 s in the graph against 0.143 s with
-# XLA, where BERT-Base's (H = 768) took 1.27 s against 1.69 s (bench/pretrain_speed.py --dtypes).
-# all-MiniLM-L6-v2 (H = 384, AVX512-BF16, batch 32 × 48): a fine-tuning step 472 ms in the graph
-# against 722 ms for float32 with XLA; predict 111 ms against 168 (bfloat16 with XLA: 181).
+# Below this width bfloat16's matmuls are too small for oneDNN's kernels to beat XLA's fusion
+# (BERT-Tiny, H = 128, does not gain; all-MiniLM-L6-v2, H = 384, and BERT-Base do:
+# python -m bench.pretrain_speed --dtypes, docs/benchmarks.md).
 MIN_BFLOAT16_GRAPH_WIDTH = 256
 
 
@@ -110,12 +106,8 @@ def inference_streams(jit_compile, backend=None, accelerators=None):
     model runs in TensorFlow's graph on a CPU, 1 elsewhere.
 
     Two batches in flight keep the cores busy through what one batch leaves idle (the kernels
-    between its matmuls, each call's dispatch): all-MiniLM-L6-v2 over the 2,000 movie reviews by
-    length (batch 32, AMD EPYC with AVX2, 2 cores) took 11.1 s with two in flight against 13.0 s
-    one at a time (medians of 4 interleaved rounds); on an AMD EPYC with AVX512-BF16 (Zen 4, 2
-    cores, bfloat16 weights) 461 against 398 texts/s on those reviews and 844 against 669 on 749
-    short questions (2026-11-28; 3 in flight was 1.5-7.6% faster than 2 there in bfloat16 and
-    within 2% in float32, and 2-3% either way on AVX2: 2 stays). XLA (GPUs, TPUs, JAX,
+    between its matmuls, each call's dispatch); three or four were no faster than two on the CPUs
+    measured (`python -m bench.in_flight`, docs/benchmarks.md). XLA (GPUs, TPUs, JAX,
     `jit_compile=True`) and the other backends keep one batch at a time, as does a `runtime`
     (OpenVINO, one request at a time).
 
@@ -140,11 +132,9 @@ def choose_jit_compile(dtype="float32", flags=None, accelerators=None, backend=N
     - TensorFlow on a CPU, batches of varying width (`widths_vary`: the fine-tuning runs, each
       batch padded to its own longest, and a task model's `predict` and `evaluate` by length): the
       plain graph, which traces once for every width, where XLA compiles each width anew. A
-      train step is no faster with XLA on a CPU (all-MiniLM-L6-v2, batch 32 × 64: 28 s to compile
-      each width, then 2.0 s a step against the graph's 1.8 s); predicting by length, the graph at
-      each batch's exact width embedded the movie reviews and the short questions as fast as XLA
-      at buckets of 8 (1.41× and 1.15× sentence-transformers both ways, AVX2 EPYC, one process),
-      with one trace in place of a compile per bucket.
+      train step is no faster with XLA on a CPU, and each width costs a compile; predicting by
+      length, the graph at each batch's exact width is as fast as XLA at buckets of 8, with one
+      trace in place of a compile per bucket.
     - TensorFlow on a CPU, bfloat16 compute (`mixed_bfloat16`, `bfloat16`), a CPU with
       AVX512-BF16 or AMX and a model at least `MIN_BFLOAT16_GRAPH_WIDTH` (256) wide: the plain
       graph, where oneDNN runs the matmuls in bfloat16.
@@ -280,8 +270,7 @@ def choose_inference_dtype(setting, model_dtype="float32", hidden_size=None, fla
 
 def choose_training_dtype(setting, hidden_size=None, flags=None, accelerators=None, backend=None):
     """The dtype policy a run trains in: `setting` itself, or for "auto" `mixed_bfloat16` where
-    `bfloat16_pays` (all-MiniLM-L6-v2's fine-tuning step: 472 ms against 722 in float32), float32
-    elsewhere.
+    `bfloat16_pays`, float32 elsewhere.
 
     Example:
         ```python

@@ -151,17 +151,6 @@ def test_export_into_a_place_it_cannot_write_fails_at_once_in_one_line(capsys, t
         "choose another --output."), err
 
 
-def test_the_readme_and_the_quickstarts_help_give_the_same_time():
-    import pathlib
-
-    from keras_bert_cli import COMMANDS
-
-    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
-    minutes = re.search(r"`keras-bert quickstart` takes about (\d+) minutes", readme).group(1)
-    description = dict((name, text) for name, _, text in COMMANDS)["quickstart"]
-    assert f"About {minutes} minutes on 2 CPU cores" in description
-
-
 def test_a_run_into_a_place_it_cannot_write_fails_before_training_in_one_line(capsys, tmp_path):
     (tmp_path / "a_file").write_text("")
     out = tmp_path / "a_file" / "run"

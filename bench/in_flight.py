@@ -13,7 +13,7 @@ from unittest import mock
 
 from bench.common import cpu_model, interleaved_medians, write_results
 from bench.real_text_speed import texts_of
-from keras_bert_cli import positive
+from keras_bert_commands import positive
 
 
 def main():

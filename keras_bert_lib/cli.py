@@ -20,7 +20,7 @@ import json
 import logging
 import sys
 
-from keras_bert_cli import add_config_flags, build_parser, port_number, positive
+from keras_bert_commands import add_config_flags, build_parser, port_number, positive
 from keras_bert_lib.checkpoints.hub import hub_id, is_checkpoint_name, resolve_checkpoint
 from keras_bert_lib.config import PRESETS
 from keras_bert_lib.corpus import run_corpus_job

@@ -70,9 +70,9 @@ def onednn_enabled():
 def warn_if_onednn_came_too_late(setting_before_import):
     """Warns, naming the fix, where TensorFlow was imported before `keras_bert_lib` with
     `TF_ENABLE_ONEDNN_OPTS` unset (`setting_before_import` is None) and left oneDNN off, which makes
-    `predict` and training steps slower on CPUs without AVX512 (docs/text.md, "Speed"). An explicit `TF_ENABLE_ONEDNN_OPTS` (1 or 0) is the
-    user's choice and is never warned about; so are other backends (JAX computes with XLA) and
-    CPUs other than x86.
+    `predict` and training steps slower on CPUs without AVX512 (docs/text.md, "Speed"). An
+    explicit `TF_ENABLE_ONEDNN_OPTS` (1 or 0) is the user's choice and is never warned about; so
+    are other backends (JAX computes with XLA) and CPUs other than x86.
 
     Example:
         ```python

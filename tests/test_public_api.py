@@ -63,6 +63,7 @@ def _public_objects():
             if callable(obj) and not isinstance(obj, tuple):
                 seen[f"{obj.__module__}.{name}"] = obj
     import keras_bert_cli
+    import keras_bert_commands
     from keras_bert_lib import atomic_write, backend_check, cli, file_checks, progress
     from keras_bert_lib.layers import activations, masks
     from keras_bert_lib.models import summary
@@ -74,8 +75,8 @@ def _public_objects():
                tf_text.import_tensorflow_text, loop.option, loop.cli_flag, loop.backup_epoch,
                file_checks.not_utf8_error, file_checks.open_text, file_checks.check_utf8,
                file_checks.check_writable_folder, file_checks.fingerprint, progress.progress_verbose,
-               progress.progress_bar, keras_bert_cli.build_parser, keras_bert_cli.main,
-               keras_bert_cli.add_config_flags, keras_bert_cli.positive, summary.summarize):
+               progress.progress_bar, keras_bert_commands.build_parser, keras_bert_cli.main,
+               keras_bert_commands.add_config_flags, keras_bert_commands.positive, summary.summarize):
         seen[f"{fn.__module__}.{fn.__name__}"] = fn
     return seen
 

@@ -34,7 +34,8 @@ def test_the_wheel_runs_the_quickstart_outside_the_source_tree(tmp_path):
     run(str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel))
     work = tmp_path / "elsewhere"
     work.mkdir()
-    where = run(str(python), "-c", "import keras_bert_lib, keras_bert_cli; print(keras_bert_lib.__file__)", cwd=work)
+    where = run(str(python), "-c", "import keras_bert_lib, keras_bert_cli, keras_bert_commands; "
+                "print(keras_bert_lib.__file__)", cwd=work)
     assert where.strip().startswith(str(target)), where
     assert "--validation" in run(str(console), "quickstart", "--help", cwd=work)
     out = run(str(console), "quickstart", "--epochs", "1", "--formats", "saved_model", cwd=work)

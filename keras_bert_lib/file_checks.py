@@ -20,7 +20,7 @@ def not_utf8_error(path):
         from keras_bert_lib.file_checks import not_utf8_error
         path = os.path.join(tempfile.mkdtemp(), "notes.txt")
         open(path, "wb").write("fine\\ncaf\\xe9\\n".encode("latin-1"))
-        print(not_utf8_error(path))   # notes.txt, line 2: not UTF-8 (byte 0xe9 at column 4) ...
+        print(not_utf8_error(path))   # ...notes.txt, line 2: not UTF-8 (byte 0xe9 at column 4)...
         ```
     """
     with open(path, "rb") as f:

@@ -5,6 +5,8 @@ import re
 
 import pytest
 
+from tests.examples import run_example
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
 BLOCKS = [(page, i, block) for page in PAGES
@@ -15,7 +17,7 @@ BLOCKS = [(page, i, block) for page in PAGES
 @pytest.mark.parametrize("page,index,block", BLOCKS,
                          ids=[f"{p.relative_to(ROOT)}#{i}" for p, i, _ in BLOCKS])
 def test_code_block_runs(page, index, block):
-    exec(compile(block, f"{page.name} block {index}", "exec"), {})
+    run_example(block, f"{page.name} block {index}")
 
 
 TUTORIAL_SHELL = [(page, i, block) for page in sorted((ROOT / "docs" / "tutorials").glob("*.md"))

@@ -10,6 +10,7 @@ import pytest
 
 import keras_bert_lib
 from keras_bert_lib import checkpoints, data, export, heads, layers, metrics, models, runs, text, training, viz
+from tests.examples import run_example
 
 CLASSES = [getattr(m, n) for m in (layers, heads, models) for n in m.__all__ if inspect.isclass(getattr(m, n))]
 
@@ -91,7 +92,7 @@ def test_every_public_name_has_a_docstring_with_a_running_example(name):
     blocks = re.findall(r"Example:\n\s*```python\n(.*?)```", doc, re.S)
     assert blocks, f"{name} has no docstring Example with a python block"
     for block in blocks:
-        exec(compile(inspect.cleandoc(block), f"<{name} example>", "exec"), {})
+        run_example(inspect.cleandoc(block), f"<{name} example>")
 
 
 def test_package_root_is_short_and_explicit():

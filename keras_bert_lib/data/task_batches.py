@@ -165,7 +165,7 @@ def array_batches(inputs, labels, batch_size, training, seed=0, weights=None):
         inputs = {"token_ids": np.ones((4, 64), "int32"), "padding_mask": np.ones((4, 64), "int32")}
         inputs["padding_mask"][:, 20:] = 0
         ids, labels = next(iter(array_batches(inputs, np.zeros((4, 64), "int32"), batch_size=2, training=False)))
-        ids["token_ids"].shape, labels.shape   # (2, 24), (2, 24)
+        ids["token_ids"].shape, labels.shape   # (2, 20), (2, 20): cut to the longest row
         ```
     """
     data = tf.data.Dataset.from_tensor_slices((inputs, labels) if weights is None else (inputs, labels, weights))

@@ -37,7 +37,7 @@ class SpanQuestionAnswerer(TaskModel):
         vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "where", "is", "paris", "in", "france", "?", "."]
         preprocessor = BertPreprocessor(WordPieceTokenizer(vocab), sequence_length=16)
         reader = SpanQuestionAnswerer(bert_tiny(vocab_size=len(vocab), num_hidden_layers=1), preprocessor)
-        reader.answer("Where is Paris?", "Paris is in France.")   # {'text', 'start', 'end', 'score'}; untrained
+        sorted(reader.answer("Where is Paris?", "Paris is in France."))   # ['end', 'score', 'start', 'text']
         ```
     Reference:
         Devlin et al., 2019, §4.2; Google's run_squad.py

@@ -1,6 +1,7 @@
 """TaskModel: what the fine-tuning models share — raw strings in, the fine-tuning regimes, and
 `from_checkpoint`."""
 
+import contextlib
 import logging
 
 import keras
@@ -13,6 +14,7 @@ from keras_bert_lib.models.dtype_copy import weights_fingerprint, with_dtype
 from keras_bert_lib.models.evaluate_in_flight import evaluating_in_flight
 from keras_bert_lib.models.input_checks import ChecksInputs, is_tf_dataset
 from keras_bert_lib.models.length_buckets import LengthBatches, predict_by_length
+from keras_bert_lib.training.optimizers import NO_DECAY, AdamW, create_optimizer
 
 # The pooling and task heads compute in float32 whatever the encoder's policy, as Keras'
 # mixed-precision guide advises for a model's last layers: a bfloat16 head would round the
@@ -21,6 +23,7 @@ from keras_bert_lib.models.length_buckets import LengthBatches, predict_by_lengt
 HEAD_DTYPE = "float32"
 logger = logging.getLogger(__name__)
 POOLINGS = ("cls", "mean")  # a classifier's or cross-encoder's: the [CLS] pooler, or the masked mean
+FIT_LEARNING_RATE, FIT_WARMUP = 5e-5, 0.1  # BERT's fine-tuning recipe, as `keras-bert finetune`'s defaults
 
 
 def set_trainable_blocks(encoder, trainable_blocks, pooler=True):
@@ -65,19 +68,51 @@ def _set_blocks(encoder, trainable_blocks):
         layer.trainable = layer.name in top or layer.name in ("pooler", "final_layer_norm")
 
 
-def default_optimizer():
-    """BERT's fine-tuning optimizer without a schedule: AdamW, lr 5e-5, weight decay 0.01 except on
-    biases and LayerNorm (`training.create_optimizer` adds warm-up and decay for runs).
+def default_optimizer(steps=None, learning_rate=FIT_LEARNING_RATE):
+    """The optimizer a task model trains with unless `compile(optimizer=...)` says otherwise:
+    `keras-bert finetune`'s, BERT's fine-tuning recipe (`training.create_optimizer`): AdamW with
+    peak `learning_rate` (5e-5), β 0.9/0.999, ε 1e-6, weight decay 0.01 except on biases and LayerNorm, gradients
+    clipped at global norm 1.0, linear warm-up over the first 10% of `steps` then linear decay to
+    0 at the last. A task model's `fit` sizes it to the call (epochs × batches): each `fit` on the
+    default optimizer is one run, with fresh moments, as each `keras-bert finetune` is. With
+    `steps` unknown (None: a stream of unknown length) the rate stays at its peak. Another peak,
+    sized by `fit` the same way: `model.compile(optimizer=default_optimizer(learning_rate=3e-4))`.
 
     Example:
         ```python
         from keras_bert_lib.models.task_model import default_optimizer
-        optimizer = default_optimizer()
+        optimizer = default_optimizer(steps=100)
+        round(float(optimizer.learning_rate), 8)   # 0.0
         ```
     """
-    optimizer = keras.optimizers.AdamW(learning_rate=5e-5, weight_decay=0.01)
-    optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
+    if steps is None:
+        optimizer = AdamW(learning_rate=learning_rate, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0)
+        optimizer.exclude_from_weight_decay(var_names=NO_DECAY)
+    else:
+        optimizer = create_optimizer("adamw", peak_learning_rate=learning_rate,
+                                     warmup_steps=int(FIT_WARMUP * steps), total_steps=max(steps, 1),
+                                     weight_decay=0.01, clipnorm=1.0)
+    optimizer.sized_by_fit = learning_rate  # the peak, read by TaskModel.fit; not saved
     return optimizer
+
+
+def _fit_steps(x, args, kwargs):
+    """Optimizer steps a `fit(x, ...)` call takes (epochs × batches), or None where x's length is
+    not known (a generator, a dataset of unknown cardinality)."""
+    epochs = kwargs.get("epochs", args[1] if len(args) > 1 else 1) - kwargs.get("initial_epoch", 0)
+    per_epoch = kwargs.get("steps_per_epoch")
+    if per_epoch is None:
+        batch = kwargs.get("batch_size", args[0] if args else None) or 32
+        if is_tf_dataset(x):
+            cardinality = int(x.cardinality())
+            per_epoch = cardinality if cardinality >= 0 else None
+        elif isinstance(x, keras.utils.PyDataset) or hasattr(x, "__len__") and hasattr(x, "__getitem__") \
+                and not isinstance(x, (list, tuple, dict, np.ndarray, str)):
+            per_epoch = len(x)
+        else:
+            rows = _rows(x)
+            per_epoch = -(-rows // batch) if rows else None
+    return None if per_epoch is None else max(epochs, 1) * per_epoch
 
 
 class TaskModel(ChecksInputs, keras.Model):
@@ -89,7 +124,8 @@ class TaskModel(ChecksInputs, keras.Model):
     program (tokenizing is TensorFlow's; on other backends pass the id dict). The id dict of
     `token_ids`, `segment_ids`, `padding_mask` is taken in either case.
 
-    A new task model is compiled with its task's loss and metrics and `default_optimizer()`.
+    A new task model is compiled with its task's loss and metrics and `default_optimizer()`: each
+    `fit` trains as `keras-bert finetune` does (AdamW 5e-5, 10% warm-up, linear decay, clipping).
     Subclasses build the functional graph from `_encoder_inputs()` and end with `_finish_init`.
     """
 
@@ -285,11 +321,18 @@ class TaskModel(ChecksInputs, keras.Model):
 
     def fit(self, x=None, y=None, *args, **kwargs):
         """Keras' `fit`; held-out texts (or id rows) with array targets in `validation_data` go by
-        length, as `evaluate` does."""
+        length, as `evaluate` does. On the default optimizer the call is one run of BERT's recipe,
+        as `keras-bert finetune` trains: `default_optimizer` sized to this call's steps."""
+        ids = self._ids(x)
+        if getattr(self.optimizer, "sized_by_fit", False):
+            strategy = getattr(self, "distribute_strategy", None)  # TensorFlow's; JAX lays out by batch
+            with strategy.scope() if strategy is not None else contextlib.nullcontext():
+                self.optimizer = default_optimizer(_fit_steps(ids, args, kwargs), self.optimizer.sized_by_fit)
+            self.train_function = None  # traced again with the new optimizer
         if kwargs.get("validation_data") is not None:
             size = kwargs.get("validation_batch_size") or kwargs.get("batch_size") or (args[0] if args else None)
             kwargs["validation_data"] = self._validation(kwargs["validation_data"], size)
-        return super().fit(self._ids(x), self._targets(y), *args, **kwargs)
+        return super().fit(ids, self._targets(y), *args, **kwargs)
 
     def _by_length(self, ids, y, sample_weight=None, batch_size=None):
         """`LengthBatches` of id rows with array targets (None where the rows or targets are not

@@ -20,7 +20,8 @@ class TextClassifier(TaskModel):
     `pooling="cls"` on an encoder without a pooler (DistilBERT) the [CLS] hidden state is used, and
     the encoder's last block computes [CLS] alone (`BertEncoder.call(output_range=1)`): the same
     logits and gradients, 5/6 of that block's matrix products skipped.
-    Compiled at construction with `default_optimizer()` (AdamW 5e-5), sparse categorical
+    Compiled at construction with `default_optimizer()` (`keras-bert finetune`'s AdamW, warm-up and
+    linear decay, sized by each `fit`), sparse categorical
     cross-entropy and the metrics `classification_metrics` reports (accuracy, macro F1, Matthews,
     and F1 for two classes; mean squared error and no metric for `num_classes=1`, a regression
     such as STS-B); `compile(...)` again to change them.

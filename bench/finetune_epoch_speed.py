@@ -167,7 +167,7 @@ def main():
                     rows.setdefault(name, []).append(run())
                     print(name, rows[name][-1], flush=True)
         elif args.only != "theirs":
-            from keras_bert_lib.compile_path import choose_training_dtype
+            from keras_bert_lib.runtime.compile_path import choose_training_dtype
             auto = f"ours --dtype auto ({choose_training_dtype('auto', 384)} here)"
             for name, dtype in (("ours (float32, grouped by length: the default)", None), (auto, "auto")):
                 runs = [ours(files, folder, True, seed=seed, dtype=dtype) for seed in args.seeds]

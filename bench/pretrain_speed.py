@@ -132,7 +132,7 @@ def _step_batch(config, B, T, P, rng):
 
 def dtypes(args):
     """float32 and mixed_bfloat16 train steps on XLA and TensorFlow's graph."""
-    from keras_bert_lib.compile_path import describe
+    from keras_bert_lib.runtime.compile_path import describe
 
     rng = np.random.default_rng(0)
     print(describe("float32"))

@@ -165,7 +165,7 @@ def classify_variants(texts, batch):
 def last_block_at_every_position():
     """Inside it, task models pool on the full encoder (the last block at every position, as before
     2026-11-27): a model built inside it, or its bfloat16 inference copy made there, keeps that graph."""
-    from keras_bert_lib.models.task_model import TaskModel
+    from keras_bert_lib.tasks.task_model import TaskModel
 
     saved = vars(TaskModel)["_pooled"]  # the staticmethod itself, not the function it wraps
     TaskModel._pooled = staticmethod(lambda encoder, inputs, pooling, dtype:
@@ -179,7 +179,7 @@ def last_block_at_every_position():
 def by_length(run, ids, batch):
     """Mean-pooled, normalised vectors of a runtime's `run(id dict) → (B, T, H)` sequence output,
     batched by length as our `predict` batches."""
-    from keras_bert_lib.models.length_buckets import predict_by_length
+    from keras_bert_lib.runtime.length_buckets import predict_by_length
 
     def embed(b):
         hidden, mask = run(b), b["padding_mask"][..., None].astype(np.float32)

@@ -21,15 +21,10 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
 import keras  # noqa: E402
 
+import keras_bert_lib.distillation  # noqa: E402, F401  (registers the distillers and their loss)
 from keras_bert_lib.config import PRESETS, EncoderConfig  # noqa: E402
 from keras_bert_lib.models import (  # noqa: E402
     BertEncoder,
-    BertPretrainer,
-    CrossEncoder,
-    SentenceEmbedder,
-    SpanQuestionAnswerer,
-    TextClassifier,
-    TokenClassifier,
     albert_base,
     albert_large,
     albert_xlarge,
@@ -46,6 +41,14 @@ from keras_bert_lib.models import (  # noqa: E402
     roberta_base,
     save_checkpoint,
 )
+from keras_bert_lib.pretraining import BertPretrainer  # noqa: E402
+from keras_bert_lib.tasks import (  # noqa: E402
+    CrossEncoder,
+    SentenceEmbedder,
+    SpanQuestionAnswerer,
+    TextClassifier,
+    TokenClassifier,
+)
 
 if keras.backend.backend() == "tensorflow":
     # Every class a saved model names is registered by `import keras_bert_lib`, so that
@@ -54,7 +57,7 @@ if keras.backend.backend() == "tensorflow":
     import keras_bert_lib.text  # noqa: E402, F401
     import keras_bert_lib.training  # noqa: E402, F401
 
-from keras_bert_lib.compile_path import warn_if_onednn_came_too_late  # noqa: E402
+from keras_bert_lib.runtime.compile_path import warn_if_onednn_came_too_late  # noqa: E402
 
 warn_if_onednn_came_too_late(_ONEDNN_SETTING)
 

@@ -3,7 +3,7 @@
     keras-bert quickstart [--output-dir DIR] [--train FILE --validation FILE] ...
     keras-bert summary bert_base [--batch 1] [--length 128] [--dtype float32]
     keras-bert pretrain [--corpus FILE ...] [--steps N] ...
-    keras-bert finetune TASK --checkpoint DIR --train FILE --validation FILE ...   (TASK: keras_bert_lib.tasks)
+    keras-bert finetune TASK --checkpoint DIR --train FILE --validation FILE ...   (TASK: keras_bert_lib.finetuning)
     keras-bert distill --teacher RUN_DIR --train FILE --validation FILE ...
     keras-bert export MODEL --format saved_model|tflite|onnx|openvino [--output PATH] ...
     keras-bert predict MODEL INPUT [INPUT ...] --output OUT [--text-column NAME] ...
@@ -27,6 +27,7 @@ from keras_bert_lib.corpus import run_corpus_job
 from keras_bert_lib.export import FORMATS, export_all, format_report, load_model_file, parity_report
 from keras_bert_lib.export.export_all import check_export_target
 from keras_bert_lib.export.signatures import check_batch
+from keras_bert_lib.finetuning import TASKS, task_of_run
 from keras_bert_lib.models import load_checkpoint
 from keras_bert_lib.models.summary import summarize
 from keras_bert_lib.runs import (
@@ -39,7 +40,6 @@ from keras_bert_lib.runs import (
     run_quickstart,
 )
 from keras_bert_lib.runs.recipes import load_recipe
-from keras_bert_lib.tasks import TASKS, task_of_run
 from keras_bert_lib.text import load_preprocessor
 from keras_bert_lib.viz import attention_html, attention_maps, plot_attention
 

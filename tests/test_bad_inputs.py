@@ -63,6 +63,7 @@ CLI = [  # (what, argv: DIR is the test's folder, the words the answer names)
 ]
 
 
+@pytest.mark.slow
 def test_every_command_line_row_is_one_line_before_any_work(folder, capsys, monkeypatch):
     from keras_bert_lib import cli
     from keras_bert_lib.corpus import job
@@ -117,6 +118,7 @@ API = [  # (what, the call, a function of the test's folder that makes it)
 ]
 
 
+@pytest.mark.slow
 def test_every_python_row_is_one_value_error(folder):
     rows = []
     for what, call, run in API:

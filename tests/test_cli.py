@@ -5,6 +5,7 @@ import pytest
 from keras_bert_lib.cli import main
 
 
+@pytest.mark.slow
 def test_summary_prints_the_reference_parameter_count_and_a_timing(capsys):
     """`keras-bert summary bert_tiny` (count from the published table in the README)."""
     assert main(["summary", "bert_tiny", "--length", "32", "--repeats", "2"]) == 0
@@ -19,8 +20,9 @@ def test_summary_refuses_a_length_the_preset_cannot_take(capsys):
     assert "--length 600 exceeds bert_tiny's 512 positions" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_summary_says_which_compiled_path_it_chose_and_why(capsys):
-    from keras_bert_lib.compile_path import bfloat16_kernels
+    from keras_bert_lib.runtime.compile_path import bfloat16_kernels
 
     assert main(["summary", "bert_small", "--length", "16", "--repeats", "1", "--dtype", "mixed_bfloat16"]) == 0
     out = capsys.readouterr().out

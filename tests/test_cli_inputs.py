@@ -116,6 +116,7 @@ def test_an_empty_file_says_it_is_empty(capsys, tmp_path):
                                                "row of column names and one row per example.")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rows, flag", [(["review,label", "good,fresh"], "--text-column"),
                                         (["text,label", "good,fresh", "bad,rotten"], "--batch-size")])
 def test_the_quickstart_suggests_only_flags_it_has(capsys, tmp_path, rows, flag):
@@ -134,7 +135,7 @@ def test_the_quickstart_suggests_only_flags_it_has(capsys, tmp_path, rows, flag)
 @pytest.mark.parametrize("where", ["under a file", "read-only"])
 def test_export_into_a_place_it_cannot_write_fails_at_once_in_one_line(capsys, tmp_path, where):
     from keras_bert_lib import TextClassifier
-    from tests.models.test_task_models import _preprocessor, _tiny
+    from tests.tasks.test_task_models import _preprocessor, _tiny
 
     model = tmp_path / "model.keras"
     TextClassifier(_tiny(), 2, preprocessor=_preprocessor()).save(str(model))
@@ -151,6 +152,7 @@ def test_export_into_a_place_it_cannot_write_fails_at_once_in_one_line(capsys, t
         "choose another --output."), err
 
 
+@pytest.mark.slow
 def test_a_run_into_a_place_it_cannot_write_fails_before_training_in_one_line(capsys, tmp_path):
     (tmp_path / "a_file").write_text("")
     out = tmp_path / "a_file" / "run"

@@ -12,30 +12,34 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "keras_bert_lib"
 # Lowest first. A module may import modules of its own rank or below, never above. The order is
 # the one docs/design.md draws.
 RANKS = {
-    "atomic_write": 0, "backend_check": 0, "file_checks": 0, "output_lock": 0, "progress": 0, "compile_path": 0,
-    "config": 0,
-    "layers": 0, "metrics": 0,
+    "atomic_write": 0, "backend_check": 0, "file_checks": 0, "output_lock": 0, "progress": 0, "config": 0,
+    "layers": 0, "metrics": 0, "runtime": 0,
     "heads": 1,
-    "checkpoints": 2,
+    "checkpoints": 2, "pretraining": 2,
     "text": 3,
     "models": 4,
     "data": 5,
     "training": 6,
-    "tasks": 7, "export": 7, "viz": 7,
-    "runs": 8, "corpus": 8, "serve": 8, "beam": 9,
-    "cli": 9,
+    "distillation": 7,
+    "tasks": 8,
+    "finetuning": 9, "export": 9, "viz": 9,
+    "runs": 10, "corpus": 10, "serve": 10, "beam": 11,
+    "cli": 11,
 }
-KERAS_ONLY = ("layers", "heads", "models")
+KERAS_ONLY = ("layers", "heads", "models", "pretraining", "distillation", "tasks", "runtime")
 # Functions that are TensorFlow-only branches of backend-neutral code, importing it when they run:
 # checking a tf.data.Dataset a user passes to fit, inside that dataset's own pipeline (a
 # tf.data.Dataset means TensorFlow is there), the dense product written in the form oneDNN fuses,
 # the compiled weights fingerprint, and a held-out pass's forward and update functions (all called
-# on the TensorFlow backend only).
-TF_DATASET_CHECK = {("keras_bert_lib.models.input_checks", "_checked_dataset"),
+# on the TensorFlow backend only), and the runtime's questions to TensorFlow about the machine.
+TF_DATASET_CHECK = {("keras_bert_lib.runtime.input_checks", "_checked_dataset"),
                     ("keras_bert_lib.layers.bias_activation_dense", "call"),
-                    ("keras_bert_lib.models.dtype_copy", "_tf_fingerprint"),
-                    ("keras_bert_lib.models.evaluate_in_flight", "_start"),
-                    ("keras_bert_lib.models.evaluate_in_flight", "_step_functions")}
+                    ("keras_bert_lib.runtime.dtype_copy", "_tf_fingerprint"),
+                    ("keras_bert_lib.runtime.evaluate_in_flight", "_start"),
+                    ("keras_bert_lib.runtime.evaluate_in_flight", "_step_functions"),
+                    ("keras_bert_lib.runtime.compile_path", "onednn_enabled"),
+                    ("keras_bert_lib.runtime.compile_path", "accelerator_has_bfloat16"),
+                    ("keras_bert_lib.runtime.compile_path", "compiled_call")}
 
 
 def _module_name(path):
@@ -114,7 +118,7 @@ def test_layers_heads_and_models_never_import_tensorflow(module):
     allowed = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and (module, node.name) in TF_DATASET_CHECK:
-            allowed |= {n.lineno for n in ast.walk(node) if isinstance(n, ast.Import)}
+            allowed |= {n.lineno for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom))}
     tf = [f"{module}:{line} imports {m}" for m, line in _imports(MODULES[module])
           if m.split(".")[0] in ("tensorflow", "tensorflow_text") and line not in allowed]
     assert not tf, "; ".join(tf)

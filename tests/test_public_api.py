@@ -9,7 +9,23 @@ import keras
 import pytest
 
 import keras_bert_lib
-from keras_bert_lib import checkpoints, data, export, heads, layers, metrics, models, runs, text, training, viz
+from keras_bert_lib import (
+    checkpoints,
+    data,
+    distillation,
+    export,
+    heads,
+    layers,
+    metrics,
+    models,
+    pretraining,
+    runs,
+    runtime,
+    tasks,
+    text,
+    training,
+    viz,
+)
 from tests.examples import run_example
 
 CLASSES = [getattr(m, n) for m in (layers, heads, models) for n in m.__all__ if inspect.isclass(getattr(m, n))]
@@ -57,7 +73,8 @@ def test_every_class_has_a_harness_spec(cls):
 
 def _public_objects():
     seen = {}
-    for module in (keras_bert_lib, layers, heads, models, checkpoints, text, data, training, runs, metrics, viz,
+    for module in (keras_bert_lib, layers, heads, models, tasks, pretraining, distillation, runtime, checkpoints, text,
+                   data, training, runs, metrics, viz,
                    export):
         for name in module.__all__:
             obj = getattr(module, name)

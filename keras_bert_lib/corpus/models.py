@@ -135,7 +135,7 @@ def predict_rows(model, rows, names=None):
 
 def _precision(model, dtype):
     """Sets a Keras task model's `inference_dtype` from `dtype`; says what `predict` runs in."""
-    from keras_bert_lib.compile_path import choose_inference_dtype
+    from keras_bert_lib.runtime.compile_path import choose_inference_dtype
 
     model.inference_dtype = DTYPES[dtype]
     chosen = choose_inference_dtype(model.inference_dtype, model.encoder.layers_dtype_policy,
@@ -148,8 +148,8 @@ def _precision(model, dtype):
 
 def _keras_model(path, dtype):
     from keras_bert_lib.export import load_model_file
-    from keras_bert_lib.models import SentenceEmbedder, TextClassifier
-    from keras_bert_lib.tasks import TASKS, task_of_run
+    from keras_bert_lib.finetuning import TASKS, task_of_run
+    from keras_bert_lib.tasks import SentenceEmbedder, TextClassifier
 
     model, file = load_model_file(path)
     precision = _precision(model, dtype)
@@ -169,7 +169,7 @@ def _keras_model(path, dtype):
 
 
 def _checkpoint_embedder(path, dtype):
-    from keras_bert_lib.models import SentenceEmbedder
+    from keras_bert_lib.tasks import SentenceEmbedder
 
     model = SentenceEmbedder.from_checkpoint(path)
     return CorpusModel(path, ("text",), (), lambda columns: _embedding_rows(model, columns), ["embedding"], True,

@@ -17,8 +17,8 @@ order): to pair predictions with rows, predict the texts themselves.
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_lib.compile_path import choose_jit_compile
 from keras_bert_lib.data.pipeline_options import parallel_map
+from keras_bert_lib.runtime.compile_path import choose_jit_compile
 from keras_bert_lib.text.packer import concat_rows
 
 WINDOW = 32  # batches whose rows are grouped by length together

@@ -7,15 +7,15 @@ import warnings
 import keras
 
 from keras_bert_lib.backend_check import require_tensorflow_for
-from keras_bert_lib.compile_path import bfloat16_kernels, bfloat16_pays, model_width
 from keras_bert_lib.export.isolated import export_isolated
 from keras_bert_lib.export.onnx import export_onnx
 from keras_bert_lib.export.openvino import export_openvino
 from keras_bert_lib.export.saved_model import export_saved_model
 from keras_bert_lib.export.tflite import export_tflite
 from keras_bert_lib.file_checks import check_writable_folder
-from keras_bert_lib.models import with_dtype
 from keras_bert_lib.output_lock import output_lock
+from keras_bert_lib.runtime import with_dtype
+from keras_bert_lib.runtime.compile_path import bfloat16_kernels, bfloat16_pays, model_width
 
 FORMATS = ("saved_model", "tflite", "onnx", "openvino")
 DEFAULT_FORMATS = ("saved_model", "tflite", "onnx")  # OpenVINO is an extra of its own

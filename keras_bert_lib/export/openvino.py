@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_lib.export.signatures import ID_NAMES, ServingModule, check_batch, task_outputs
-from keras_bert_lib.models.dtype_copy import weights_fingerprint
+from keras_bert_lib.runtime.dtype_copy import weights_fingerprint
 
 
 def _openvino():
@@ -151,7 +151,7 @@ class OpenVINORuntime:
     Example:
         ```python
         from keras_bert_lib import bert_tiny
-        from keras_bert_lib.models import SentenceEmbedder
+        from keras_bert_lib.tasks import SentenceEmbedder
         from keras_bert_lib.export import OpenVINORuntime
         embedder = SentenceEmbedder(bert_tiny(num_hidden_layers=1))
         embedder.runtime = OpenVINORuntime()

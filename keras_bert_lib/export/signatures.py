@@ -3,15 +3,9 @@
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_lib.models import (
-    BertEncoder,
-    CrossEncoder,
-    SentenceEmbedder,
-    SpanQuestionAnswerer,
-    TextClassifier,
-    TokenClassifier,
-)
-from keras_bert_lib.models.input_checks import INPUTS as ID_NAMES  # token_ids, segment_ids, padding_mask
+from keras_bert_lib.models import BertEncoder
+from keras_bert_lib.runtime.input_checks import INPUTS as ID_NAMES  # token_ids, segment_ids, padding_mask
+from keras_bert_lib.tasks import CrossEncoder, SentenceEmbedder, SpanQuestionAnswerer, TextClassifier, TokenClassifier
 
 PAIR_TASKS = (CrossEncoder, SpanQuestionAnswerer)  # always two texts: (query, passage), (question, context)
 

@@ -13,7 +13,7 @@ from keras_bert_lib.checkpoints import (
     write_checkpoint,
 )
 from keras_bert_lib.models.encoder import BertEncoder
-from keras_bert_lib.models.pretrainer import BertPretrainer
+from keras_bert_lib.pretraining.pretrainer import BertPretrainer
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +144,7 @@ def save_checkpoint(model, path, format="hf"):
     """
     pretrainer = model if isinstance(model, BertPretrainer) else None
     class_names = None
-    if hasattr(model, "checkpoint_class_names"):  # a task model (models/task_model.py)
+    if hasattr(model, "checkpoint_class_names"):  # a task model (tasks/task_model.py)
         class_names = model.checkpoint_class_names()
         encoder = model.encoder
     else:

@@ -6,7 +6,6 @@ import numbers
 import keras
 from keras import ops
 
-from keras_bert_lib.compile_path import choose_jit_compile
 from keras_bert_lib.config import EncoderConfig
 from keras_bert_lib.layers import (
     PositionEmbedding,
@@ -15,7 +14,7 @@ from keras_bert_lib.layers import (
     TransformerEncoderBlock,
 )
 from keras_bert_lib.layers.multi_head_self_attention import output_rows
-from keras_bert_lib.models.input_checks import ChecksInputs
+from keras_bert_lib.runtime.input_checks import ChecksInputs
 
 ENCODER_FIELDS = tuple(f.name for f in dataclasses.fields(EncoderConfig))
 
@@ -49,8 +48,8 @@ class BertEncoder(ChecksInputs, keras.Model):
         output_hidden_states: bool. Also output every layer's hidden states.
         output_attentions: bool. Also output every layer's attention probabilities.
         dtype: a Keras dtype policy for the layers ("mixed_bfloat16", …); `layers_dtype_policy`
-            holds it (the functional model's own `dtype_policy` stays float32). It picks the
-            compiled path of `predict` (`compile_path.choose_jit_compile`).
+            holds it (the functional model's own `dtype_policy` stays float32). The runtime picks
+            the compiled path of `predict` from it (`runtime.compile_path.choose_jit_compile`).
     Example:
         ```python
         import numpy as np
@@ -137,13 +136,6 @@ class BertEncoder(ChecksInputs, keras.Model):
         self.output_attentions = output_attentions
         self.token_embedding = token_embedding
         object.__setattr__(self, "_parts", parts)  # `call(output_range=...)` wires them again; tracked above
-        # predict()/predict_on_batch() run as one XLA program by default on TensorFlow (float32 on
-        # CPU: 1.3-1.5x faster than Keras' CPU default of a plain graph; what GPUs and TPUs need),
-        # except bfloat16 on a CPU with AVX512-BF16 or AMX, where oneDNN's bfloat16 kernels run in
-        # the plain graph and XLA has none (compile_path; bench/encoder_speed.py). JAX always
-        # compiles with XLA; PyTorch keeps Keras' default (eager). `compile(jit_compile=...)` overrides it.
-        if keras.backend.backend() in ("tensorflow", "jax"):
-            self.jit_compile = choose_jit_compile(self.layers_dtype_policy, hidden_size=config.hidden_size)[0]
 
     def call(self, inputs, training=None, mask=None, output_range=None):
         """The functional graph; with `output_range` (an int), the same layers with the last block

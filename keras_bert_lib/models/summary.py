@@ -4,9 +4,9 @@ import time
 
 import numpy as np
 
-from keras_bert_lib.compile_path import describe, graph_kernels
 from keras_bert_lib.config import PRESETS
 from keras_bert_lib.models.factories import build_encoder
+from keras_bert_lib.runtime.compile_path import describe, graph_kernels
 
 
 def summarize(preset, batch=1, length=128, dtype="float32", repeats=5):

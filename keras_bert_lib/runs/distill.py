@@ -19,17 +19,13 @@ import keras_bert_lib.text  # noqa: F401  registers the preprocessor that a teac
 from keras_bert_lib.atomic_write import atomic_write_text
 from keras_bert_lib.backend_check import require_tensorflow_for
 from keras_bert_lib.data import read_examples, text_batches
+from keras_bert_lib.distillation import DistillationLoss, distillation_targets, student_from_teacher
+from keras_bert_lib.distillation.student import check_layers
 from keras_bert_lib.metrics import classification_metrics
-from keras_bert_lib.models import (
-    DistillationLoss,
-    TextClassifier,
-    distillation_targets,
-    load_checkpoint,
-    student_from_teacher,
-)
-from keras_bert_lib.models.student import check_layers
+from keras_bert_lib.models import load_checkpoint
 from keras_bert_lib.progress import progress_verbose
 from keras_bert_lib.runs.finetune import save_run_model
+from keras_bert_lib.tasks import TextClassifier
 from keras_bert_lib.training.epoch_config import EpochConfig
 from keras_bert_lib.training.loop import option, prepare_output_dir, run_lock, train, write_report
 

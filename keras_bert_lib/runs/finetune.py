@@ -1,7 +1,7 @@
 """The fine-tuning run: a checkpoint folder + a task's files → a task model that takes raw strings.
 
 `keras-bert finetune TASK [--recipe recipes/....toml]` is thin over `run_finetuning`; the tasks
-(their files, models, metrics) are `keras_bert_lib.tasks`'s registry. Defaults are BERT's
+(their files, models, metrics) are `keras_bert_lib.finetuning`'s registry. Defaults are BERT's
 (Devlin et al., 2019, §4.1 and Google's run_classifier.py): length 128, batch 32, lr 5e-5,
 3 epochs, 10% warm-up, AdamW with decay 0.01 except on LayerNorm and biases, clipping at 1.0.
 """
@@ -16,9 +16,9 @@ import keras
 from keras_bert_lib.atomic_write import atomic_write_text
 from keras_bert_lib.checkpoints import read_checkpoint
 from keras_bert_lib.checkpoints.hub import hub_id, resolve_checkpoint
-from keras_bert_lib.compile_path import choose_training_dtype
+from keras_bert_lib.finetuning import FinetuneConfig, get_task
 from keras_bert_lib.models import load_checkpoint, save_checkpoint, save_model_file
-from keras_bert_lib.tasks import FinetuneConfig, get_task
+from keras_bert_lib.runtime.compile_path import choose_training_dtype
 from keras_bert_lib.text import WordPieceTokenizer, load_preprocessor, write_vocabulary
 from keras_bert_lib.text.tokenizer_files import copy_tokenizer_files
 from keras_bert_lib.training.loop import held_out_cut, prepare_output_dir, run_lock, train, write_report

@@ -15,7 +15,8 @@ from keras_bert_lib.config import PRESETS
 from keras_bert_lib.data import build_pretraining_datasets
 from keras_bert_lib.data.pretraining_instances import check_documents
 from keras_bert_lib.file_checks import check_utf8
-from keras_bert_lib.models import BertPretrainer, build_encoder, save_checkpoint, save_model_file
+from keras_bert_lib.models import build_encoder, save_checkpoint, save_model_file
+from keras_bert_lib.pretraining import BertPretrainer
 from keras_bert_lib.text import (
     BytePairTokenizer,
     SentencePieceTokenizer,

@@ -95,7 +95,7 @@ def _name_of(path):
 
 def _export_run(path):
     from keras_bert_lib.export import export_saved_model, load_model_file
-    from keras_bert_lib.tasks import task_of_run
+    from keras_bert_lib.finetuning import task_of_run
 
     model, file = load_model_file(path)
     task = task_of_run(file)

@@ -1,77 +1,12 @@
-"""Fine-tuning tasks: one declared protocol (`Task`), one module per task, and the registry.
+"""The task models, keras-hub's "tasks": an encoder with a head that takes raw strings, trains
+with `fit` and answers with `predict` (`TaskModel` is what they share)."""
 
-    classify       labelled texts or pairs        → TextClassifier        tasks/classify.py
-    pair_classify  labelled text pairs            → TextClassifier        tasks/pair_classify.py
-    rerank         labelled (query, passage)      → CrossEncoder          tasks/rerank.py
-    embed          (anchor, positive) pairs       → SentenceEmbedder      tasks/embed.py
-    squad          SQuAD JSON                     → SpanQuestionAnswerer  tasks/squad.py
-    ner            words and tags                 → TokenClassifier       tasks/ner.py
-    similarity     scored text pairs (regression) → TextClassifier        tasks/similarity.py
+from keras_bert_lib.tasks.cross_encoder import CrossEncoder
+from keras_bert_lib.tasks.sentence_embedder import InBatchNegativesLoss, SentenceEmbedder
+from keras_bert_lib.tasks.span_question_answerer import SpanQuestionAnswerer
+from keras_bert_lib.tasks.task_model import TaskModel, default_optimizer
+from keras_bert_lib.tasks.text_classifier import TextClassifier
+from keras_bert_lib.tasks.token_classifier import TokenClassifier
 
-A new task is one module here and one line in `TASKS` (docs/tasks.md works one through).
-"""
-
-import json
-import os
-
-from keras_bert_lib.backend_check import require_tensorflow_backend
-
-require_tensorflow_backend("tasks", also=("jax",))
-
-from keras_bert_lib.tasks.classify import Classify, ClassifyConfig  # noqa: E402
-from keras_bert_lib.tasks.embed import Embed, EmbedConfig  # noqa: E402
-from keras_bert_lib.tasks.ner import Ner, NerConfig  # noqa: E402
-from keras_bert_lib.tasks.pair_classify import PairClassify, PairClassifyConfig  # noqa: E402
-from keras_bert_lib.tasks.rerank import Rerank, RerankConfig  # noqa: E402
-from keras_bert_lib.tasks.similarity import Similarity, SimilarityConfig  # noqa: E402
-from keras_bert_lib.tasks.squad import Squad, SquadConfig  # noqa: E402
-from keras_bert_lib.tasks.task import FinetuneConfig, Serving, Task, TextsConfig, task_field  # noqa: E402
-
-TASKS = {task.name: task for task in (
-    Classify,
-    PairClassify,
-    Rerank,
-    Embed,
-    Squad,
-    Ner,
-    Similarity,
-)}
-
-
-def get_task(name):
-    """The `Task` class registered as `name`; an unknown name fails naming the tasks there are.
-
-    Example:
-        ```python
-        from keras_bert_lib.tasks import get_task
-        get_task("ner").model_class.__name__   # 'TokenClassifier'
-        ```
-    """
-    if name not in TASKS:
-        raise ValueError(f"No task {name!r}: the tasks are {', '.join(TASKS)}.")
-    return TASKS[name]
-
-
-def task_of_run(path):
-    """The `Task` class of the fine-tuning run that wrote `path` (a run folder, or the model.keras
-    in one), read from its `config.json`; None for anything else (a bare .keras file).
-
-    Example:
-        ```python
-        from keras_bert_lib.tasks import task_of_run
-        task_of_run("no/such/run")   # None
-        ```
-    """
-    folder = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
-    try:
-        with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
-            name = json.load(f).get("task")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return TASKS.get(name) if isinstance(name, str) else None
-
-
-__all__ = ["TASKS", "Classify", "ClassifyConfig", "Embed", "EmbedConfig", "FinetuneConfig", "Ner", "NerConfig",
-           "PairClassify", "PairClassifyConfig", "Rerank", "RerankConfig", "Serving", "Similarity",
-           "SimilarityConfig", "Squad", "SquadConfig", "Task", "TextsConfig", "get_task", "task_field",
-           "task_of_run"]
+__all__ = ["CrossEncoder", "InBatchNegativesLoss", "SentenceEmbedder", "SpanQuestionAnswerer", "TaskModel",
+           "TextClassifier", "TokenClassifier", "default_optimizer"]

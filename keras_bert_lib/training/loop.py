@@ -18,10 +18,10 @@ import keras
 import tensorflow as tf
 
 from keras_bert_lib.atomic_write import atomic_write_text
-from keras_bert_lib.compile_path import choose_jit_compile, model_width
 from keras_bert_lib.file_checks import check_writable_folder, fingerprint, read_json
 from keras_bert_lib.output_lock import output_lock
 from keras_bert_lib.progress import progress_verbose
+from keras_bert_lib.runtime.compile_path import choose_jit_compile, model_width
 from keras_bert_lib.training.backups import EpochBackups, backups, restore_backup
 from keras_bert_lib.training.callbacks import KeepInterrupts, PeriodicCheckpoints, StopOnNonFiniteLoss
 from keras_bert_lib.training.curves import plot_curves, read_history

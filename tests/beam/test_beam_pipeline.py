@@ -18,7 +18,7 @@ from keras_bert_lib.beam import BertModelHandler
 from keras_bert_lib.corpus import run_corpus_job
 from keras_bert_lib.corpus.inputs import NOT_UTF8
 from keras_bert_lib.data import movie_reviews
-from keras_bert_lib.models import SentenceEmbedder, TextClassifier
+from keras_bert_lib.tasks import SentenceEmbedder, TextClassifier
 from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer
 
 TEXTS = [r["text"] for r in csv.DictReader(open(movie_reviews()["train"], encoding="utf-8"))][:120]
@@ -37,6 +37,7 @@ def embedder_file(tmp_path_factory):
     return embedder, path
 
 
+@pytest.mark.slow
 def test_the_handler_gives_predict_s_rows_and_errors_for_bad_texts(embedder_file, tmp_path):
     embedder, path = embedder_file
     handler = BertModelHandler(path, "embed")

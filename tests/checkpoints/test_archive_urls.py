@@ -100,6 +100,7 @@ def test_downloaded_once_unpacked_whole_and_read_from_the_cache(server, archive,
     assert len(server.requests) == 1  # the second load came from the cache
 
 
+@pytest.mark.slow
 def test_a_cut_download_resumes_where_it_stopped(server, archive, keras_home):
     body, _ = archive
     server.files["/uncased_L-1_H-128_A-2.zip"] = body
@@ -114,6 +115,7 @@ def test_a_cut_download_resumes_where_it_stopped(server, archive, keras_home):
     assert server.requests[-1] == ("/uncased_L-1_H-128_A-2.zip", f"bytes={half}-")  # only the rest was asked for
 
 
+@pytest.mark.slow
 def test_a_wrong_hash_is_refused_and_deleted(server, archive, keras_home):
     body, _ = archive
     server.files["/uncased_L-1_H-128_A-2.zip"] = body
@@ -122,6 +124,7 @@ def test_a_wrong_hash_is_refused_and_deleted(server, archive, keras_home):
     assert os.listdir(keras_home) == []
 
 
+@pytest.mark.slow
 def test_a_corrupt_archive_is_refused_and_not_left_in_the_cache(server, archive, keras_home):
     body, _ = archive
     server.files["/broken.zip"] = body[: len(body) // 3] + b"\0" * 1000  # a whole response, bad bytes
@@ -146,6 +149,7 @@ def test_googles_names_are_its_published_urls():
     assert not is_archive_url("https://example.org/model") and not is_archive_url("folder/model.zip")
 
 
+@pytest.mark.slow
 def test_offline_an_uncached_archive_fails_at_once(server, keras_home, monkeypatch):
     import time
 

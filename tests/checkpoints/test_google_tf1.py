@@ -93,6 +93,7 @@ def _pretrainer(albert):
     (False, GOOGLE_BERT, ("bert_config.json", "bert_model.ckpt.index")),
     (True, GOOGLE_ALBERT, ("albert_config.json", "model.ckpt-best.index")),
 ], ids=["bert", "albert"])
+@pytest.mark.slow
 def test_tf1_checkpoint_has_googles_names_and_loads_back_identically(albert, expected, files, tmp_path):
     model = _pretrainer(albert)
     for w in model.weights:  # LayerNorm gains and biases too, so every tensor matters

@@ -58,6 +58,7 @@ def test_a_local_folder_of_that_name_wins(tmp_path, monkeypatch):
     assert hub_id("org/name") is None and resolve_checkpoint("org/name") == "org/name"
 
 
+@pytest.mark.slow
 def test_the_id_loads_exactly_the_local_folders_weights_and_vocabulary(offline_cache):
     from keras_bert_lib import SentenceEmbedder, load_checkpoint
     from keras_bert_lib.text import load_preprocessor

@@ -40,6 +40,7 @@ def _same_outputs(encoder, backbone, batch):
     np.testing.assert_allclose(ours["pooled_output"], theirs["pooled_output"], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_a_preset_folder_loads_as_the_encoder_keras_hub_builds(preset):
     folder, backbone, tokenizer = preset
     encoder = load_checkpoint(folder)
@@ -52,6 +53,7 @@ def test_a_preset_folder_loads_as_the_encoder_keras_hub_builds(preset):
     _same_outputs(encoder, backbone, batch)
 
 
+@pytest.mark.slow
 def test_albert_groups_and_the_factorised_embedding_map(tmp_path):
     """4 layers over 2 shared groups of 2 distinct inner layers, 32-wide embeddings projected to 64."""
     backbone = keras_hub.models.AlbertBackbone(vocabulary_size=300, num_layers=4, num_heads=2, num_groups=2,
@@ -79,6 +81,7 @@ def _kaggle_cache(root, handle, folder):
     return target
 
 
+@pytest.mark.slow
 def test_a_kaggle_handle_and_a_preset_name_load_from_kagglehub_s_cache(preset, tmp_path, monkeypatch):
     """The handle's version folder of kagglehub's cache, read with no request (HF_HUB_OFFLINE=1). The
     built-in name bert_tiny_en_uncased resolves to keras-hub's own Kaggle handle; its cache entry
@@ -121,6 +124,7 @@ def test_an_unknown_snake_case_name_says_it_is_neither_a_folder_nor_a_preset():
         load_checkpoint("my_missing_run")
 
 
+@pytest.mark.slow
 def test_a_keras_hub_repository_on_the_hf_hub_loads_from_the_hf_cache(preset, tmp_path, monkeypatch):
     """hf://keras/... is an HF repository holding a keras-hub preset: fetched with the other Hub ids
     (its model.weights.h5 and assets are in ALLOW_PATTERNS) and read as keras-hub's."""
@@ -150,6 +154,7 @@ def test_keras_bert_download_gives_a_cached_preset_s_folder(preset, tmp_path, mo
     assert "--revision is for HuggingFace Hub ids" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_run_s_huggingface_export_keeps_the_preset_s_accents(preset, tmp_path):
     """A classifier on the keras-hub MiniLM (accents kept) is exported with `strip_accents: false`,
     so HuggingFace's BertTokenizer reads its text as the model was trained on it."""

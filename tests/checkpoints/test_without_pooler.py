@@ -61,6 +61,7 @@ def test_masked_lm_checkpoint_without_pooler_loads_and_equals_transformers(name,
     assert np.max(np.abs(logits - want)) <= 1e-4
 
 
+@pytest.mark.slow
 def test_a_classification_checkpoint_loads_its_encoder_and_names_the_head_it_leaves(tmp_path, caplog):
     torch.manual_seed(0)
     transformers.RobertaForSequenceClassification(transformers.RobertaConfig(

@@ -17,7 +17,7 @@ from keras_bert_lib.corpus import outputs as corpus_outputs
 from keras_bert_lib.corpus import run_corpus_job
 from keras_bert_lib.data import movie_reviews
 from keras_bert_lib.export import export_saved_model
-from keras_bert_lib.models import SentenceEmbedder, TextClassifier
+from keras_bert_lib.tasks import SentenceEmbedder, TextClassifier
 from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer
 from tests.lock_holder import lock_held_elsewhere
 
@@ -61,7 +61,7 @@ def _inputs(folder, texts):
 def tolerance(model):
     """How far a job's rows may be from `model.predict`'s: float32 is exact to rounding; bfloat16
     (where `--dtype auto` picks it) moves up to about 2e-3 with the other texts of a batch."""
-    from keras_bert_lib.compile_path import choose_inference_dtype
+    from keras_bert_lib.runtime.compile_path import choose_inference_dtype
 
     dtype = choose_inference_dtype("auto", model.encoder.layers_dtype_policy, model.encoder.config.hidden_size)
     return 2e-3 if dtype == "bfloat16" else 1e-5
@@ -77,6 +77,7 @@ def _read(path):
     return [{k: (json.loads(v) if v.startswith("[") or k == "row" else v) for k, v in r.items()} for r in rows]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source,output", [(".txt", ".npy"), (".csv", ".jsonl"), (".jsonl", ".parquet"),
                                            (".parquet", ".csv")])
 def test_embed_writes_every_row_in_order_equal_to_predict(models, tmp_path, source, output):
@@ -98,6 +99,7 @@ def test_embed_writes_every_row_in_order_equal_to_predict(models, tmp_path, sour
     assert not (tmp_path / f"vectors{output}.parts").exists()
 
 
+@pytest.mark.slow
 def test_predict_gives_labels_and_scores_of_the_classifier(models, tmp_path):
     classifier, path = models["classifier"]
     probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(classifier.predict(TEXTS, verbose=0)))
@@ -108,6 +110,7 @@ def test_predict_gives_labels_and_scores_of_the_classifier(models, tmp_path):
     np.testing.assert_allclose([r["score"] for r in rows], probabilities.max(1), atol=tolerance(classifier))
 
 
+@pytest.mark.slow
 def test_predict_on_an_exported_saved_model_equals_the_run_folder_class_names_included(models, tmp_path):
     classifier, path = models["classifier"]
     saved = export_saved_model(classifier, str(tmp_path / "serving"))
@@ -124,6 +127,7 @@ def test_predict_on_an_exported_saved_model_equals_the_run_folder_class_names_in
                                atol=tolerance(classifier))
 
 
+@pytest.mark.slow
 def test_bad_rows_get_an_error_field_and_the_rest_a_result(models, tmp_path):
     embedder, path = models["embedder"]
     source = tmp_path / "mixed.jsonl"
@@ -146,6 +150,7 @@ def test_bad_rows_get_an_error_field_and_the_rest_a_result(models, tmp_path):
         assert [r.get("error") for r in _read(out)] == [None, "text is not UTF-8", None][:n]
 
 
+@pytest.mark.slow
 def test_bad_input_fails_before_any_work(models, tmp_path, capsys):
     _, embedder = models["embedder"]
     _, classifier = models["classifier"]
@@ -168,6 +173,7 @@ def test_bad_input_fails_before_any_work(models, tmp_path, capsys):
     assert not list(tmp_path.glob("out.jsonl*")) and not (tmp_path / "x.npy").exists()
 
 
+@pytest.mark.slow
 def test_a_crashed_job_resumes_after_its_last_shard(models, tmp_path, monkeypatch):
     _, path = models["embedder"]
     source = _inputs(tmp_path, TEXTS)[".txt"]
@@ -198,6 +204,7 @@ def test_a_crashed_job_resumes_after_its_last_shard(models, tmp_path, monkeypatc
     assert not run_corpus_job(path, [source], out, command="embed", overwrite=True, progress=False)["skipped"]
 
 
+@pytest.mark.slow
 def test_a_nightly_job_never_reports_another_jobs_rows_as_its_own(models, tmp_path, capsys, caplog):
     """embed A, then B, then A with another model, then A again, onto one output: each different
     job is refused (rc 2, the output as it was) until --overwrite; the same job is finished."""
@@ -234,6 +241,7 @@ def test_a_nightly_job_never_reports_another_jobs_rows_as_its_own(models, tmp_pa
     assert (tmp_path / "mine.jsonl").read_text() == '{"row": 0}\n'
 
 
+@pytest.mark.slow
 def test_output_errors_come_before_the_model_loads_and_a_second_job_is_refused(models, tmp_path, capsys,
                                                                                monkeypatch):
     from keras_bert_lib.corpus import job as corpus_job
@@ -251,11 +259,12 @@ def test_output_errors_come_before_the_model_loads_and_a_second_job_is_refused(m
                    "(keras-bert): wait for it to end, stop it, or choose another --output.")
 
 
+@pytest.mark.slow
 def test_predict_says_what_it_computes_in_and_dtype_is_checked_against_a_saved_model(models, tmp_path, capsys,
                                                                                    caplog):
     import logging
 
-    from keras_bert_lib.models import with_dtype
+    from keras_bert_lib.runtime import with_dtype
 
     classifier, path = models["classifier"]
     source = _inputs(tmp_path, TEXTS[:4])[".txt"]

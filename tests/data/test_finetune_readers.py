@@ -105,6 +105,7 @@ def test_a_validation_label_the_training_file_lacks_is_named():
         label_classes(train, validation)
 
 
+@pytest.mark.slow
 def test_tfds_glue_texts_pairs_and_label_names_under_mock_data():
     """Read directly and as a run reads `--tfds` (its train and validation splits)."""
     import tensorflow_datasets as tfds

@@ -61,6 +61,7 @@ def test_every_sop_pair_is_two_consecutive_segments_of_one_document(documents):
         assert in_order, "a pair whose segments are not consecutive and in order in one document"
 
 
+@pytest.mark.slow
 def test_masking_statistics_over_100k_tokens(documents, tokenizer):
     """15% ± 0.5% chosen, of those 80/10/10 ± 2%, never [CLS]/[SEP]/[PAD] (shared/reference.md)."""
     packed = pack_instances(create_instances(documents, 128, sentence_task="nsp", seed=3), 128,

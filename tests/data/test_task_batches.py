@@ -21,6 +21,7 @@ def _preprocessor():
     return BertPreprocessor(WordPieceTokenizer(gt.get_model_path() / "vocab.txt"), sequence_length=128)
 
 
+@pytest.mark.slow
 def test_held_out_batches_hold_every_row_once_sorted_by_length_with_its_target():
     targets = np.arange(len(TEXTS))
     batches = list(text_batches(TEXTS, targets, _preprocessor(), 32, training=False))
@@ -52,6 +53,7 @@ def _spread(batches):
     return np.mean([np.ptp(ids["padding_mask"].numpy().sum(1)) for ids, _ in batches])
 
 
+@pytest.mark.slow
 def test_training_batches_shuffle_and_grouping_narrows_each_batch():
     targets = np.arange(len(TEXTS))
     plain = list(text_batches(TEXTS, targets, _preprocessor(), 8, training=True).take(25))  # one pass of 200
@@ -74,6 +76,7 @@ def test_token_counts_are_the_packed_lengths_of_texts_and_pairs():
     assert token_counts([], preprocessor).shape == (0,)
 
 
+@pytest.mark.slow
 def test_every_pipeline_keras_drops_after_a_pass_has_autotuning_off():
     """With tf.data's autotuning on, TensorFlow 2.21 held each finished held-out pass for up to 10 s
     (keras_bert_lib.data.pipeline_options): the fine-tuning pipelines, and the dataset Keras makes
@@ -82,7 +85,7 @@ def test_every_pipeline_keras_drops_after_a_pass_has_autotuning_off():
     from keras.src.trainers.data_adapters import get_data_adapter
 
     from keras_bert_lib.data.task_batches import array_batches, pair_batches
-    from keras_bert_lib.models.length_buckets import LengthBatches
+    from keras_bert_lib.runtime.length_buckets import LengthBatches
 
     preprocessor = _preprocessor()
     inputs = {"token_ids": np.ones((4, 16), "int32"), "padding_mask": np.ones((4, 16), "int32")}

@@ -8,7 +8,7 @@ import pytest
 
 from keras_bert_lib import TextClassifier
 from keras_bert_lib.cli import main
-from tests.models.test_task_models import _preprocessor, _tiny
+from tests.tasks.test_task_models import _preprocessor, _tiny
 
 pytest.importorskip("tf2onnx", reason="the export extra is part of the test install")
 

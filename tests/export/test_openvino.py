@@ -56,6 +56,7 @@ def test_one_file_serves_every_batch_size_and_width(factory, tmp_path):
             _close(got[name], want[name], info["precision"])
 
 
+@pytest.mark.slow
 def test_task_outputs_keep_their_names_and_a_wrong_suffix_is_refused(tmp_path):
     tagger = TokenClassifier(kb.bert_tiny(**SMALL), labels=["O", "B-PER", "I-PER", "B-LOC", "I-LOC"])
     export_openvino(tagger, tmp_path / "tagger.xml")
@@ -67,6 +68,7 @@ def test_task_outputs_keep_their_names_and_a_wrong_suffix_is_refused(tmp_path):
         export_openvino(tagger, tmp_path / "tagger.onnx")
 
 
+@pytest.mark.slow
 def test_export_all_writes_it_and_the_parity_table_reads_it(tmp_path):
     classifier = TextClassifier(kb.bert_tiny(**SMALL), num_classes=3)
     exported = export_all(classifier, tmp_path, formats=["openvino"])
@@ -85,6 +87,7 @@ TEXTS = ["a good film", "the plot was very very long and the film was long and b
          "a short and funny film", "bad", "the film was good and the plot was good and very funny and short"] * 6
 
 
+@pytest.mark.slow
 def test_predict_on_openvino_gives_tensorflows_results_in_the_callers_order():
     embedder = _embedder()
     embedder.inference_dtype = None
@@ -96,6 +99,7 @@ def test_predict_on_openvino_gives_tensorflows_results_in_the_callers_order():
     assert embedder.predict([], verbose=0).shape == (0, SMALL["hidden_size"])
 
 
+@pytest.mark.slow
 def test_the_runtime_compiles_again_when_the_weights_change():
     embedder = _embedder()
     embedder.runtime = OpenVINORuntime()

@@ -15,7 +15,7 @@ from keras_bert_lib import CrossEncoder, SentenceEmbedder, SpanQuestionAnswerer,
 from keras_bert_lib.export import export_saved_model
 from keras_bert_lib.export.signatures import task_outputs
 from tests import harness
-from tests.models.test_task_models import _preprocessor, _tiny
+from tests.tasks.test_task_models import _preprocessor, _tiny
 
 TEXTS = ["good film", "what is a bot ?", "Café PLOT\tbad ."]
 SECONDS = ["good acting", "film", "a bot ."]
@@ -78,6 +78,7 @@ def test_every_task_model_serves_strings_and_ids_in_a_process_without_the_librar
                 np.testing.assert_allclose(got[k], want[k], atol=1e-5, rtol=0, err_msg=f"{name} {kind} {k}")
 
 
+@pytest.mark.slow
 def test_a_regression_serves_one_score_and_an_embedder_its_embeddings_per_row():
     model = TextClassifier(_tiny(), 1, preprocessor=_preprocessor())
     model.inference_dtype = None  # the export is float32: compare with float32
@@ -140,6 +141,7 @@ def test_bad_requests_get_defined_answers(tmp_path):
                                tf.nn.softmax(model.predict(long, verbose=0)).numpy(), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_an_existing_version_is_never_overwritten_and_a_failed_export_leaves_nothing(tmp_path):
     model = TextClassifier(_tiny(), 2, preprocessor=_preprocessor())
     export_saved_model(model, tmp_path)
@@ -154,6 +156,7 @@ def test_an_existing_version_is_never_overwritten_and_a_failed_export_leaves_not
     assert sorted(os.listdir(tmp_path)) == ["1"]
 
 
+@pytest.mark.slow
 def test_raw_strings_are_padded_to_the_requests_longest(tmp_path):
     """A request of short texts runs at 8 columns, one of long texts at sequence_length (the
     per-token logits show the width the served model computed); real tokens' logits are Keras'."""
@@ -167,6 +170,7 @@ def test_raw_strings_are_padded_to_the_requests_longest(tmp_path):
     np.testing.assert_allclose(short[:, :4], want[:, :4], atol=1e-5)  # [CLS] good film [SEP]
 
 
+@pytest.mark.slow
 def test_auto_picks_bfloat16_weights_only_where_the_cpu_has_bfloat16_instructions():
     from keras_bert_lib import bert_mini, bert_tiny
     from keras_bert_lib.export.export_all import saved_model_dtype

@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from keras_bert_lib import TextClassifier
 from keras_bert_lib.export import export_saved_model
-from tests.models.test_task_models import _preprocessor, _tiny
+from tests.tasks.test_task_models import _preprocessor, _tiny
 
 SERVING = pathlib.Path(__file__).resolve().parents[2] / "export" / "serving"
 pytest.importorskip("tensorflow_serving", reason="tensorflow-serving-api is part of the test install")

@@ -122,6 +122,7 @@ def test_bad_requests_get_defined_answers(classifier_file):
     assert broken["padding_mask"].sum() == 5  # [CLS] [UNK] [UNK] ok [SEP]: bad bytes are unknown words
 
 
+@pytest.mark.slow
 def test_settings_the_file_cannot_hold_are_refused(tmp_path):
     accents_kept = TextClassifier(_encoder(), 2, preprocessor=_preprocessor(lowercase=True, strip_accents=False))
     with pytest.raises(ValueError, match="does both or neither.*text=False"):

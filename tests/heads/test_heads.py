@@ -50,6 +50,7 @@ SPECS = {
 CASES = [(name, check) for name, spec in SPECS.items() for check in harness.checks_for(spec)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,check", CASES, ids=[f"{n}-{c.__name__}" for n, c in CASES])
 def test_contract(name, check):
     check(SPECS[name])

@@ -56,7 +56,7 @@ run(x); run(x)
 def test_tensorflow_runs_the_bias_and_erf_gelu_inside_the_oneDNN_matmul(dtype):
     """float32 fuses on every x86 CPU; bfloat16 only where the CPU has bfloat16 kernels
     (AVX512-BF16, AMX), elsewhere oneDNN runs it as a plain gemm (BiasActivationDense's docstring)."""
-    from keras_bert_lib.compile_path import bfloat16_kernels
+    from keras_bert_lib.runtime.compile_path import bfloat16_kernels
 
     fused = dtype == "float32" or bfloat16_kernels() is not None
     env = {**os.environ, "ONEDNN_VERBOSE": "1", "TF_ENABLE_ONEDNN_OPTS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}

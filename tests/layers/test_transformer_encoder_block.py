@@ -18,6 +18,7 @@ SPEC = harness.LayerSpec(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("check", harness.checks_for(SPEC), ids=lambda c: c.__name__)
 def test_contract(check):
     check(SPEC)

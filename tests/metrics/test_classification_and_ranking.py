@@ -13,6 +13,7 @@ from keras_bert_lib import metrics
 labels = st.lists(st.integers(0, 3), min_size=1, max_size=40)
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:A single label was found")
 @settings(max_examples=200, deadline=None)
 @given(st.data())

@@ -75,6 +75,7 @@ def test_bad_settings_are_refused():
         ClassificationStatistic(3, "f1")
 
 
+@pytest.mark.slow
 def test_fit_and_evaluate_under_xla_give_the_whole_sets_numbers_and_it_saves(tmp_path):
     rng = np.random.default_rng(3)
     x = rng.normal(size=(300, 4)).astype("float32")

@@ -22,6 +22,7 @@ def _seqeval(y_true, y_pred, mode):
             "f1": seqeval.f1_score(y_true, y_pred, zero_division=0, **kwargs)}
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(st.data(), st.sampled_from([None, "strict"]))
 def test_entity_scores_equal_seqevals_on_random_tags(data, mode):

@@ -84,6 +84,7 @@ def test_squad_scores_average_over_questions_and_count_missing_ones_as_zero():
 text = st.lists(st.sampled_from(list("abc ABC.,!-'\"") + ["the ", "an ", "a ", "é", "–"]), max_size=20).map("".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(text, st.lists(text, min_size=1, max_size=3))
 def test_squad_scores_equal_the_official_logic_on_random_text(prediction, golds):

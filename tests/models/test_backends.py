@@ -82,7 +82,7 @@ SCRIPT = textwrap.dedent("""
             # JAX's and PyTorch's run predict_on_batch, compiled as each backend compiles.
             out = model(x, training=False) if backend == "tensorflow" else model.predict_on_batch(x)
             if name == "bert_tiny":  # the device fast path: one compiled program, outputs left as backend tensors
-                from keras_bert_lib.compile_path import compiled_call
+                from keras_bert_lib.runtime.compile_path import compiled_call
                 fast = compiled_call(model)(x)["pooled_output"]
                 assert not isinstance(fast, np.ndarray), type(fast)
                 results["bert_tiny/compiled_call/pooled_output"] = np.asarray(keras.ops.convert_to_numpy(fast))

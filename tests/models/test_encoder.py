@@ -141,6 +141,7 @@ def test_encoder_equals_numpy_bert(act):
     np.testing.assert_allclose(out["pooled_output"], pooled, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_equals_keras_hub_bert_backbone_with_copied_weights():
     """bert_tiny and keras-hub's BertBackbone compute the same function (tanh GELU, as keras-hub)."""
     keras_hub = pytest.importorskip("keras_hub", reason="keras-hub is in the [test] extra")
@@ -160,6 +161,7 @@ def test_equals_keras_hub_bert_backbone_with_copied_weights():
     np.testing.assert_allclose(got["pooled_output"], want["pooled_output"], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_hidden_states_and_attention_probs_on_request():
     encoder = kb.bert_tiny(num_hidden_layers=3, output_hidden_states=True, output_attentions=True)
     batch = {"token_ids": INPUTS["token_ids"], "segment_ids": np.zeros((2, 6), "int32"),
@@ -172,6 +174,7 @@ def test_hidden_states_and_attention_probs_on_request():
     np.testing.assert_allclose(out["attention_probs"].sum(-1), 1.0, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_distilbert_ignores_segment_ids_and_has_no_pooler():
     encoder = kb.distilbert_base(num_hidden_layers=1)
     a = encoder.predict_on_batch({"token_ids": INPUTS["token_ids"], "segment_ids": np.zeros((2, 6), "int32"),
@@ -182,6 +185,7 @@ def test_distilbert_ignores_segment_ids_and_has_no_pooler():
     np.testing.assert_array_equal(a["sequence_output"], b["sequence_output"])
 
 
+@pytest.mark.slow
 def test_roberta_positions_start_at_padding_idx_plus_one():
     encoder = kb.roberta_base(num_hidden_layers=1)
     table = np.asarray(encoder.get_layer("position_embedding").embeddings)
@@ -199,6 +203,7 @@ def test_text_longer_than_the_model_takes_is_refused_with_both_lengths():
         encoder.get_layer("position_embedding")(np.zeros((1, 9, 128), "float32"))
 
 
+@pytest.mark.slow
 def test_documented_inference_call_is_one_xla_program_and_takes_bool_masks():
     """predict_on_batch runs compiled with XLA by default (not eagerly); bool masks equal int masks."""
     encoder = kb.bert_tiny(num_hidden_layers=1)
@@ -212,6 +217,7 @@ def test_documented_inference_call_is_one_xla_program_and_takes_bool_masks():
     np.testing.assert_allclose(as_bool["sequence_output"], as_int["sequence_output"], atol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_output_range_gives_the_full_graphs_cls_row_pooler_and_gradients(name):
     """`encoder(x, output_range=1)`: the last block computes [CLS] alone; its row, the pooler and

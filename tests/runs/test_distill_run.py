@@ -44,7 +44,7 @@ def test_the_report_is_scikit_learn_on_the_saved_models_and_the_student_follows_
     from sklearn import metrics
 
     from keras_bert_lib import TextClassifier
-    from keras_bert_lib.models import student_from_teacher
+    from keras_bert_lib.distillation import student_from_teacher
 
     _, out, report = distill_run
     texts = _texts(REVIEWS["validation"])

@@ -160,6 +160,7 @@ def test_ctrl_c_prints_one_line_and_the_same_command_resumes(checkpoint, tmp_pat
     ({"--validation": None}, "--validation FILE is required"),
     ({"--steps-per-epoch": "7"}, "--steps 36 is not a multiple of --steps-per-epoch 7"),
 ])
+@pytest.mark.slow
 def test_bad_input_fails_before_anything_is_written(checkpoint, tmp_path, capsys, change, message):
     files = {"empty": "text,label\n", "unseen_label": "text,label\ngood,fresh\nfine,plot\n",
              "pairs": "text,text_pair,label\ngood,film,fresh\n"}
@@ -203,6 +204,7 @@ def test_embed_and_rerank_runs_report_retrieval_and_ranking_numbers(checkpoint, 
     assert report["baselines"]["mrr@10 in the file's order"] == 1.0  # the file lists each relevant passage first
 
 
+@pytest.mark.slow
 def test_hard_negatives_go_in_each_training_batch_after_the_positives(checkpoint, tmp_path):
     from keras_bert_lib import load_preprocessor
     from keras_bert_lib.data import Examples, pair_batches
@@ -233,7 +235,7 @@ def test_hard_negatives_go_in_each_training_batch_after_the_positives(checkpoint
 def test_help_lists_the_registry_and_each_task_only_its_own_flags_with_defaults(capsys, monkeypatch):
     import dataclasses
 
-    from keras_bert_lib.tasks import TASKS
+    from keras_bert_lib.finetuning import TASKS
 
     monkeypatch.setenv("COLUMNS", "200")
     with pytest.raises(SystemExit):

@@ -29,7 +29,7 @@ def test_the_python_api_and_the_command_line_learn_alike(minilm_classify_run):
 
     from keras_bert_lib import TextClassifier
     from keras_bert_lib.data import movie_reviews
-    from keras_bert_lib.models.task_model import default_optimizer
+    from keras_bert_lib.tasks.task_model import default_optimizer
 
     reviews = movie_reviews()
     train, held_out = ([row for row in csv.DictReader(open(reviews[split], encoding="utf-8"))]

@@ -95,6 +95,7 @@ def test_the_export_folder_brings_its_tokenizer(finished_run):
     assert preprocess.tokenizer.lowercase is True
 
 
+@pytest.mark.slow
 def test_the_most_frequent_token_baseline_never_counts_a_special_token(tmp_path):
     """With bert-base-uncased the special ids are 0 and 100-103: a corpus full of [UNK] (emoji)
     must not make [UNK] (100) the baseline's guess, as ids 0-4 only once did."""

@@ -10,9 +10,9 @@ import pytest
 
 from keras_bert_lib.cli import main
 from keras_bert_lib.data import movie_reviews
+from keras_bert_lib.finetuning import TASKS
 from keras_bert_lib.runs import DistillConfig, PretrainConfig, QuickstartConfig
 from keras_bert_lib.runs.recipes import load_recipe
-from keras_bert_lib.tasks import TASKS
 from tests.runs.test_finetune_spans_run import _brown, _squad_file
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -65,6 +65,7 @@ def test_a_lone_request_waits_no_longer_than_the_timeout():
     assert got == [("alone", 1)] and 0.25 < seconds < 3
 
 
+@pytest.mark.slow
 def test_requests_arriving_during_a_call_form_the_next_batch():
     model = Recorder(seconds=0.3)
     batcher = Batcher(model, max_batch_size=8, batch_timeout_micros=0)

@@ -86,6 +86,7 @@ def test_a_chunked_body_that_grows_past_the_limit_is_cut_off_with_a_413():
     assert answer.startswith(b"HTTP/1.1 413") and b"at least 1,200 bytes" in answer
 
 
+@pytest.mark.slow
 def test_a_slow_body_gets_a_408_and_a_silent_or_slow_client_is_closed(caplog):
     caplog.set_level(logging.INFO, "keras_bert_lib.serve")
     with server(read_timeout=1.0) as port:
@@ -99,6 +100,7 @@ def test_a_slow_body_gets_a_408_and_a_silent_or_slow_client_is_closed(caplog):
     assert len(closed) == 2, caplog.text
 
 
+@pytest.mark.slow
 def test_a_client_that_leaves_mid_body_is_one_line_in_the_log(caplog):
     caplog.set_level(logging.INFO, "keras_bert_lib.serve")
     with server() as port:

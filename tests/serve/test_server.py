@@ -19,8 +19,8 @@ from keras_bert_lib.export import export_saved_model
 from keras_bert_lib.export.signatures import task_outputs
 from keras_bert_lib.serve.loadgen import run_load
 from tests.export.test_saved_model import _models
-from tests.models.test_task_models import _preprocessor, _tiny
 from tests.serve.server_process import call, running_server
+from tests.tasks.test_task_models import _preprocessor, _tiny
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("serve")]
 

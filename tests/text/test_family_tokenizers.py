@@ -32,6 +32,7 @@ def lines(reference_lines):
     return ODD + families.WORLD + reference_lines[:600]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_ids_are_huggingfaces(folders, lines, family):
     folder, reference, _ = folders[family]
@@ -65,6 +66,7 @@ def test_pairs_pack_and_truncate_as_huggingface(folders, lines, family):
         assert (ids[:, 0] == start).all() and ((ids == end).sum(1) == 3).all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_raw_text_through_the_checkpoint_equals_transformers(folders, lines, family):
     folder, reference, model = folders[family]
@@ -111,6 +113,7 @@ def test_albert_folder_settings_decide_the_normalisation(folders, tmp_path):
         assert got == reference(text[0], add_special_tokens=False)["input_ids"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ("albert", "roberta"))
 def test_tokenizers_save_in_a_keras_file_and_run_in_a_graph(folders, family, tmp_path):
     import keras

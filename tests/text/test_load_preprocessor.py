@@ -19,6 +19,7 @@ def _folder(tmp_path, name, files):
     return folder
 
 
+@pytest.mark.slow
 def test_casing_comes_from_the_files_or_the_folder_name(tmp_path):
     text = ["Café Dupont"]
     uncased = load_preprocessor(gt.get_model_path(), sequence_length=8)  # tokenizer_config.json

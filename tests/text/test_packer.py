@@ -12,6 +12,7 @@ CLS, SEP, PAD = 101, 102, 0
 segment = st.lists(st.integers(200, 300), max_size=20)
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(st.lists(segment, min_size=1, max_size=3), st.lists(segment, min_size=1, max_size=3),
        st.integers(6, 24), st.sampled_from(["round_robin", "waterfall"]))

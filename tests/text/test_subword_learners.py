@@ -51,6 +51,7 @@ def test_roberta_vocabulary_is_byte_level_bpe_read_by_tokenizers(corpus, tmp_pat
     assert tokenizer.id_to_token(first).startswith("Ġ") and tokenizer.word_starts()[first]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["albert", "roberta"])
 def test_pretraining_data_packs_and_masks_whole_words_by_the_familys_word_starts(corpus, tmp_path, family):
     path, _ = corpus

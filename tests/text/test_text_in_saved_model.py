@@ -46,6 +46,7 @@ def test_saved_model_takes_raw_strings_and_equals_keras(vocab_path, tmp_path):
     np.testing.assert_allclose(np.load(tmp_path / "out.npy"), expected, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_the_vocabulary_is_stored_once_in_a_keras_file(vocab_path, tmp_path):
     """As an asset (assets/…/vocab.txt), not a list in its config.json (a rare token is counted
     in every file). The SavedModel's single copy is checked above."""

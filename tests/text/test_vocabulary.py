@@ -9,6 +9,7 @@ import tensorflow as tf
 from keras_bert_lib.text import SPECIAL_TOKENS, WordPieceTokenizer, build_stdlib_corpus, learn_vocabulary
 
 
+@pytest.mark.slow
 def test_learned_vocabulary_round_trips_its_corpus_with_under_one_percent_unk(stdlib_corpus, tmp_path):
     vocab = learn_vocabulary(stdlib_corpus, vocab_size=8000, output=tmp_path / "vocab.txt", verbose=False)
     assert vocab[:5] == list(SPECIAL_TOKENS)

@@ -32,6 +32,7 @@ def _ours(tokenizer, lines):
     return tokenizer(tf.constant(lines)).to_list()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lowercase", [True, False], ids=["uncased", "cased"])
 def test_ids_equal_huggingface_tokenizers_on_real_text_and_hard_cases(lowercase, vocab_path, reference_lines):
     ours = WordPieceTokenizer(vocab_path, lowercase=lowercase)
@@ -51,6 +52,7 @@ def test_ids_equal_transformers_bert_tokenizer_on_hard_cases(lowercase, vocab_pa
         assert got == hf(line, add_special_tokens=False)["input_ids"], repr(line)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lowercase", [True, False], ids=["uncased", "cased"])
 def test_offsets_equal_huggingface_offset_mapping_in_characters_of_the_original(lowercase, vocab_path,
                                                                                reference_lines):
@@ -116,6 +118,7 @@ def test_a_vocabulary_without_the_special_tokens_is_refused_with_each_named(tmp_
         WordPieceTokenizer(str(path))
 
 
+@pytest.mark.slow
 def test_config_round_trip_and_a_keras_file_with_string_inputs(vocab_path, tmp_path):
     tokenizer = WordPieceTokenizer(vocab_path, lowercase=False, max_bytes_per_word=50)
     again = WordPieceTokenizer.from_config(tokenizer.get_config())

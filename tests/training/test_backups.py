@@ -32,6 +32,7 @@ def _state(model):
     return [keras.ops.convert_to_numpy(v) for v in model.variables + model.optimizer.variables]
 
 
+@pytest.mark.slow
 def test_a_backup_restores_weights_optimizer_and_seeds_and_two_are_kept(tmp_path):
     model = _model()
     folder = str(tmp_path / "backup")
@@ -46,6 +47,7 @@ def test_a_backup_restores_weights_optimizer_and_seeds_and_two_are_kept(tmp_path
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.slow
 def test_a_damaged_newest_backup_falls_back_to_the_one_before_with_a_line(tmp_path, caplog):
     model = _model()
     folder = str(tmp_path / "backup")
@@ -69,6 +71,7 @@ def test_a_damaged_newest_backup_falls_back_to_the_one_before_with_a_line(tmp_pa
         restore_backup(_model(), folder)
 
 
+@pytest.mark.slow
 def test_a_second_writer_is_refused_naming_the_first_and_a_dead_ones_lock_is_taken_over(tmp_path):
     lock = str(tmp_path / "run" / ".lock")
     with lock_held_elsewhere(lock) as holder:

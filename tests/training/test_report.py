@@ -7,7 +7,8 @@ import pytest
 @pytest.mark.xdist_group("finished_run")
 def test_report_equals_a_fresh_evaluation_of_the_saved_pretrainer(finished_run):
     from keras_bert_lib.data import build_pretraining_datasets
-    from keras_bert_lib.models import BertPretrainer, build_encoder
+    from keras_bert_lib.models import build_encoder
+    from keras_bert_lib.pretraining import BertPretrainer
     from keras_bert_lib.runs.pretrain import encoder_config
     from keras_bert_lib.text import WordPieceTokenizer
 

@@ -47,6 +47,7 @@ def _adamw_steps(optimizer, steps=3, seed=0):
     return {v.path: v.numpy() for v in encoder.trainable_variables}
 
 
+@pytest.mark.slow
 def test_adamw_fused_step_is_keras_adamw():
     """Our AdamW runs TensorFlow's fused Adam kernel: the same update as Keras' AdamW (the token
     embedding's sparse gradient included), to float32 rounding."""
@@ -91,6 +92,7 @@ def test_clipping_keeps_a_sparse_gradient_sparse_and_equals_keras_on_the_dense_o
     assert np.isclose(norm, 1.0) if scale > 1 else norm < 0.1
 
 
+@pytest.mark.slow
 def test_adamw_builds_its_step_scalars_once_not_for_each_variable():
     """The β powers, learning rate and weight-decay factor are built once per step: the first step
     traces a few ops per variable (clipping, decay, the fused kernel), where Keras' AdamW builds
@@ -166,6 +168,7 @@ def test_pretrainer_trains_with_weighted_mlm_loss_under_xla():
     assert abs(a - b) < 1e-5
 
 
+@pytest.mark.slow
 def test_a_nan_loss_stops_training_and_keeps_the_last_backup(tmp_path):
     # Eager steps: this is about callbacks, and tracing a step would take longer than the 27 steps.
     model = BertPretrainer(bert_tiny(num_hidden_layers=1, vocab_size=50))

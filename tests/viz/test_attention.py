@@ -52,11 +52,13 @@ def test_the_maps_are_the_encoders_attention_over_the_real_tokens(minilm, maps):
     assert np.abs(full[:, :, :16, 16:]).max() < 1e-6  # what was left out is the padding's zero share
 
 
+@pytest.mark.slow
 def test_a_pair_marks_where_sentence_b_starts(minilm):
     pair = attention_maps(*minilm, "Is it raining?", "No, it is sunny.")
     assert pair.tokens[pair.boundary - 1] == "[SEP]" and pair.tokens[pair.boundary] == "no"
 
 
+@pytest.mark.slow
 def test_the_png_grid_renders_every_head(maps, tmp_path):
     import matplotlib.image
 
@@ -116,6 +118,7 @@ def test_the_html_page_draws_every_head_in_headless_chromium(maps, tmp_path):
     assert pixels.std() > 0.05 and (pixels < 0.9).mean() > 0.02, "the screenshot is blank"
 
 
+@pytest.mark.slow
 def test_the_tutorials_picture_is_what_the_code_draws(maps, tmp_path):
     """docs/img/attention_animal_layer3.png is the PNG that docs/tutorials/attention_pictures.md's
     block draws: drawn again here, it matches the committed one pixel for pixel (within 1% of the

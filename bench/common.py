@@ -83,7 +83,9 @@ def previous_rows(script, today=False):
     if not found:
         return []
     with open(os.path.join(folder, found[-1]), encoding="utf-8") as f:
-        return json.load(f)["rows"]
+        record = json.load(f)
+    # a row made at another commit than the file written now says so itself
+    return [{**row, "commit": row.get("commit", record["commit"])} for row in record["rows"]]
 
 
 def write_results(script, rows, **extra):

@@ -332,7 +332,7 @@ def main():
                      f"max |logit diff| {row['max_logit_difference']:.2e}, same label {row['same_label']:.4f}")
         print(f"{name:<42}{row['texts_per_s']:>10.1f}{row['ratio']:>16.2f}  {agreement}")
     setting = {"task": args.task, "texts": args.texts}
-    kept = [r for r in previous_rows(__file__, today=True) if {k: r[k] for k in setting} != setting]
+    kept = [r for r in previous_rows(__file__, today=True) if {k: r.get(k) for k in setting} != setting]
     write_results(__file__, kept + [{**setting, "variant": name, "ratio_to": reference_name, **row}
                                     for name, row in rows.items()])
 

@@ -4,7 +4,8 @@ An example states an output in a line's trailing comment: `y = layer(x)  # (1, 4
 the comment (or its part before a parenthesised note or a semicolon) is a Python literal, it is
 the line's output and is asserted: a tuple of ints against the value's shape when the value has
 one, numbers within the digits shown, anything else by equality. The value is the expression's,
-an assignment's (its single name), or `print`'s argument. A comment that is not a literal is prose.
+an assignment's (its single name), or `print`'s argument; a `print` line's comment is the text it
+prints where it is a literal or elides with "...". Any other comment is prose.
 """
 
 import ast
@@ -18,7 +19,7 @@ import numpy as np
 def stated_output(comment):
     """The literal a comment states, or raises ValueError when it states none."""
     text = comment.lstrip("#").strip()
-    head = re.split(r"(?<!,)\s+\(|;|:\s|\s+—|\s+or\s+|,\s+(?=[a-z])", text)[0].strip()
+    head = re.split(r"(?<!,)\s+\(|;|:\s|\s+—|,\s+(?=[a-z])", text)[0].strip()
     candidates = [text, head, head.rsplit(" = ", 1)[-1]]
     for candidate in candidates:
         try:
@@ -67,9 +68,14 @@ def check_print(value, printed, line):
     """Asserts that what `print(value)` writes is the comment's text (or starts it, the rest a
     note); "..." at either end of the comment stands for text left out there."""
     text = str(value)
-    core = printed.removeprefix("...").removesuffix("...").strip()
-    ok = (core in text if printed.startswith("...") else text.startswith(core)) if printed.endswith("...") \
-        else text.endswith(core) if printed.startswith("...") else printed.startswith(text)
+
+    def matches(stated):
+        if "..." in stated:  # each "..." stands for text left out; spaces need not match
+            pattern = r".*".join(r"\s*".join(map(re.escape, part.split())) for part in stated.split("..."))
+            return re.fullmatch(pattern, text.strip(), re.S) is not None
+        return " ".join(stated.split()).startswith(" ".join(text.split()))
+
+    ok = matches(printed) or matches(re.split(r"(?<=[\])}])(?::\s|\s+\(|;)", printed)[0])  # a note after the output
     assert ok, f"{line.strip()}\n  the example states it prints {printed!r}, it prints {text!r}"
 
 
@@ -84,6 +90,17 @@ def _checked_source(source):
     except (tokenize.TokenError, IndentationError):
         return source, 0
     checks = 0
+    for number, line in enumerate(lines, 1):  # print(x) with its output on the comment lines below
+        code = line.split("#")[0].rstrip() if number not in comments else ""
+        below = []
+        while number + len(below) < len(lines) and lines[number + len(below)].lstrip().startswith("# "):
+            below.append(lines[number + len(below)].lstrip()[2:])
+        if not (below and re.fullmatch(r"\s*print\((.*)\)", code)):
+            continue
+        indent = code[:len(code) - len(code.lstrip())]
+        lines[number - 1] = (f"{indent}__value = {code.strip()[6:-1]}; print(__value); "
+                             f"__check_print(__value, {chr(10).join(below)!r}, {line!r})")
+        checks += 1
     for number, token in comments.items():
         line = lines[number - 1]
         code = line[:token.start[1]].rstrip()
@@ -100,7 +117,7 @@ def _checked_source(source):
         first = tree.body[0]
         printing = (len(tree.body) == 1 and isinstance(first, ast.Expr) and isinstance(first.value, ast.Call)
                     and getattr(first.value.func, "id", None) == "print")
-        if stated is None and not printing:
+        if stated is None and not (printing and "..." in token.string):
             continue
         if len(tree.body) != 1:
             continue

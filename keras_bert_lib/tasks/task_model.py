@@ -15,7 +15,6 @@ from keras_bert_lib.runtime.dtype_copy import weights_fingerprint, with_dtype
 from keras_bert_lib.runtime.evaluate_in_flight import evaluating_in_flight
 from keras_bert_lib.runtime.input_checks import ChecksInputs, is_tf_dataset
 from keras_bert_lib.runtime.length_buckets import LengthBatches, predict_by_length
-from keras_bert_lib.training.optimizers import NO_DECAY, AdamW, create_optimizer
 
 # The pooling and task heads compute in float32 whatever the encoder's policy, as Keras'
 # mixed-precision guide advises for a model's last layers: a bfloat16 head would round the
@@ -44,10 +43,13 @@ def default_optimizer(steps=None, learning_rate=FIT_LEARNING_RATE):
         round(float(optimizer.learning_rate), 8)   # 0.0
         ```
     """
-    if steps is None:
-        optimizer = AdamW(learning_rate=learning_rate, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0)
-        optimizer.exclude_from_weight_decay(var_names=NO_DECAY)
-    else:
+    if steps is None:  # Keras' own AdamW: a new task model imports no TensorFlow on the other backends
+        optimizer = keras.optimizers.AdamW(learning_rate=learning_rate, weight_decay=0.01, epsilon=1e-6,
+                                           global_clipnorm=1.0)
+        optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias"])
+    else:  # what keras-bert finetune builds (training needs TensorFlow's data pipelines anyway)
+        from keras_bert_lib.training.optimizers import create_optimizer
+
         optimizer = create_optimizer("adamw", peak_learning_rate=learning_rate,
                                      warmup_steps=int(FIT_WARMUP * steps), total_steps=max(steps, 1),
                                      weight_decay=0.01, clipnorm=1.0)
@@ -86,6 +88,14 @@ class TaskModel(ChecksInputs, keras.Model):
     A new task model is compiled with its task's loss and metrics and `default_optimizer()`: each
     `fit` trains as `keras-bert finetune` does (AdamW 5e-5, 10% warm-up, linear decay, clipping).
     Subclasses build the functional graph from `_encoder_inputs()` and end with `_finish_init`.
+
+    Example:
+        ```python
+        from keras_bert_lib import TextClassifier, bert_tiny
+        from keras_bert_lib.tasks import TaskModel
+        classifier = TextClassifier(bert_tiny(num_hidden_layers=1), num_classes=2)
+        isinstance(classifier, TaskModel), classifier.inference_dtype   # (True, 'auto')
+        ```
     """
 
     _widths_vary = True  # predict, evaluate and fit go by length: a graph per width, not a compile per width

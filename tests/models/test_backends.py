@@ -98,7 +98,7 @@ SCRIPT = textwrap.dedent("""
         assert "tensorflow" not in sys.modules, "TensorFlow was imported"
         # The packages that build TensorFlow graphs also run on JAX (tf.data feeds it), and on
         # PyTorch say what they need.
-        for package in ("tasks", "export", "text", "data", "training", "runs"):
+        for package in ("finetuning", "export", "text", "data", "training", "runs"):
             try:
                 __import__("keras_bert_lib." + package)
             except ImportError as e:

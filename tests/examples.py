@@ -95,10 +95,15 @@ def _checked_source(source):
         below = []
         while number + len(below) < len(lines) and lines[number + len(below)].lstrip().startswith("# "):
             below.append(lines[number + len(below)].lstrip()[2:])
-        if not (below and re.fullmatch(r"\s*print\((.*)\)", code)):
+        try:
+            call = ast.parse(code.strip()).body[0].value if below else None
+        except (SyntaxError, IndexError, AttributeError):
+            continue
+        if not (isinstance(call, ast.Call) and getattr(call.func, "id", None) == "print" and len(call.args) == 1
+                and not call.keywords):
             continue
         indent = code[:len(code) - len(code.lstrip())]
-        lines[number - 1] = (f"{indent}__value = {code.strip()[6:-1]}; print(__value); "
+        lines[number - 1] = (f"{indent}__value = {ast.unparse(call.args[0])}; print(__value); "
                              f"__check_print(__value, {chr(10).join(below)!r}, {line!r})")
         checks += 1
     for number, token in comments.items():

@@ -106,7 +106,7 @@ def build_pretraining_datasets(files, tokenizer, *, max_seq_length=128, max_pred
     continuation = ~tokenizer.word_starts()  # "##" pieces; SentencePiece's without "▁"; BPE's without "Ġ"
     specials = [tokenizer.pad_id, tokenizer.cls_id, tokenizer.sep_id]
 
-    @tf.autograph.experimental.do_not_convert  # no tensor-dependent Python: saves ~4 s of tracing
+    @tf.autograph.experimental.do_not_convert  # no tensor-dependent Python: nothing to trace
     def masked(features, labels):
         starts = ~tf.gather(continuation, features["token_ids"]) if whole_word_masking else None
         inputs, y, w = mask_tokens(features, tokenizer.vocabulary_size(), tokenizer.mask_id, specials,

@@ -59,8 +59,8 @@ def token_counts(texts, preprocessor):
 def width_multiple():
     """What a batch's width is rounded up to here: `MULTIPLE` (8) where training steps are
     compiled per width (XLA: JAX, or TensorFlow on a GPU or TPU), 1 where they are not
-    (TensorFlow's graph on a CPU, PyTorch): every padded column costs a step about 3% of
-    all-MiniLM-L6-v2's on a CPU (docs/finetuning.md).
+    (TensorFlow's graph on a CPU, PyTorch), where every padded column costs a step its share of
+    the work (docs/finetuning.md).
 
     Example:
         ```python

@@ -186,8 +186,8 @@ class Task(abc.ABC):
 def group_by_length_option():
     """The `--group-by-length` setting of the tasks that train on batches of texts
     (`data.text_batches`): on by default (`--no-group-by-length` turns it off; transformers'
-    Trainer has it off): on the movie reviews it made an epoch 1.45x faster and learned as much
-    over 3 seeds (docs/finetuning.md).
+    Trainer has it off): it makes an epoch faster and learns as much (docs/finetuning.md,
+    docs/benchmarks.md).
 
     Example:
         ```python

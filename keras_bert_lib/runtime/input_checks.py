@@ -94,7 +94,7 @@ class ChecksInputs:
 
     `fit` and `train_on_batch` also build the optimizer's slots before the first step is traced:
     on TensorFlow without a strategy Keras builds them inside that trace, and the new variables
-    make TensorFlow trace the whole step twice (10 of the 20 s of MiniLM's first step here).
+    make TensorFlow trace the whole step twice.
     And a `.keras` file of a compiled model loads compiled, with its optimizer's state where the
     file holds it (`models.save_model_file` leaves it out): Keras skips `compile_from_config` for models
     that define their own `compile`, as ours do.

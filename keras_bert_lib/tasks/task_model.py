@@ -46,7 +46,7 @@ def default_optimizer(steps=None, learning_rate=FIT_LEARNING_RATE):
     if steps is None:  # Keras' own AdamW: a new task model imports no TensorFlow on the other backends
         optimizer = keras.optimizers.AdamW(learning_rate=learning_rate, weight_decay=0.01, epsilon=1e-6,
                                            global_clipnorm=1.0)
-        optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias"])
+        optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias"])  # training.optimizers.NO_DECAY
     else:  # what keras-bert finetune builds (training needs TensorFlow's data pipelines anyway)
         from keras_bert_lib.training.optimizers import create_optimizer
 
@@ -67,8 +67,7 @@ def _fit_steps(x, args, kwargs):
         if is_tf_dataset(x):
             cardinality = int(x.cardinality())
             per_epoch = cardinality if cardinality >= 0 else None
-        elif isinstance(x, keras.utils.PyDataset) or hasattr(x, "__len__") and hasattr(x, "__getitem__") \
-                and not isinstance(x, (list, tuple, dict, np.ndarray, str)):
+        elif isinstance(x, keras.utils.PyDataset):  # batches already (LengthBatches among them)
             per_epoch = len(x)
         else:
             rows = _rows(x)

@@ -51,8 +51,8 @@ def mend_fit(model):
     """Makes `model.fit` start faster, and run with dict inputs on several workers; returns `model`.
 
     On one device, Keras 3.15's TensorFlow trainer builds the optimizer's slots and the loss
-    trackers inside the first trace of the train step, and TensorFlow then traces the step again
-    (5 s of a small pre-training run's 20 s here): the model is built from the dataset's shapes
+    trackers inside the first trace of the train step, and TensorFlow then traces the step again:
+    the model is built from the dataset's shapes
     first, as Keras does under a strategy.
 
     Under MultiWorkerMirroredStrategy with more than one worker, the trainer fails twice, for any

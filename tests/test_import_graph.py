@@ -13,6 +13,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "keras_bert_lib"
 # the one docs/design.md draws.
 RANKS = {
     "atomic_write": 0, "backend_check": 0, "file_checks": 0, "output_lock": 0, "progress": 0, "config": 0,
+    "keras_internals": 0,
     "layers": 0, "metrics": 0, "runtime": 0,
     "heads": 1,
     "checkpoints": 2, "pretraining": 2,
@@ -26,18 +27,27 @@ RANKS = {
     "runs": 10, "corpus": 10, "serve": 10, "beam": 11,
     "cli": 11,
 }
-KERAS_ONLY = ("layers", "heads", "models", "pretraining", "distillation", "tasks", "runtime")
+KERAS_ONLY = ("layers", "heads", "models", "pretraining", "distillation", "tasks", "runtime", "keras_internals")
 # Functions that are TensorFlow-only branches of backend-neutral code, importing it when they run:
 # checking a tf.data.Dataset a user passes to fit, inside that dataset's own pipeline (a
 # tf.data.Dataset means TensorFlow is there), the dense product written in the form oneDNN fuses,
 # the compiled weights fingerprint, and a held-out pass's forward and update functions (all called
-# on the TensorFlow backend only), and the runtime's questions to TensorFlow about the machine.
-TF_DATASET_CHECK = {("keras_bert_lib.runtime.input_checks", "_checked_dataset"),
+# on the TensorFlow backend only), the runtime's questions to TensorFlow about the machine, and the
+# TensorFlow trainer's and optimizer's internals (keras_internals: TensorFlow's code paths only).
+TF_DATASET_CHECK = {("keras_bert_lib.runtime.input_checks", "checked_dataset"),
                     ("keras_bert_lib.layers.bias_activation_dense", "call"),
                     ("keras_bert_lib.runtime.dtype_copy", "_tf_fingerprint"),
                     ("keras_bert_lib.runtime.evaluate_in_flight", "_start"),
                     ("keras_bert_lib.runtime.evaluate_in_flight", "_step_functions"),
-                    ("keras_bert_lib.runtime.compile_path", "onednn_enabled"),
+                    ("keras_bert_lib.keras_internals", "build_before_first_trace"),
+                    ("keras_bert_lib.keras_internals", "in_multi_worker_mode"),
+                    ("keras_bert_lib.keras_internals", "_clip_gradients"),
+                    ("keras_bert_lib.keras_internals", "clip_by_global_norm"),
+                    ("keras_bert_lib.keras_internals", "_fused"),
+                    ("keras_bert_lib.keras_internals", "_backend_update_step"),
+                    ("keras_bert_lib.keras_internals", "update_step"),
+                    ("keras_bert_lib.keras_internals", "_apply_weight_decay"),
+                    ("keras_bert_lib.keras_internals", "onednn_enabled"),
                     ("keras_bert_lib.runtime.compile_path", "accelerator_has_bfloat16"),
                     ("keras_bert_lib.runtime.compile_path", "compiled_call")}
 

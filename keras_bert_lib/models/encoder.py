@@ -14,13 +14,13 @@ from keras_bert_lib.layers import (
     TransformerEncoderBlock,
 )
 from keras_bert_lib.layers.multi_head_self_attention import output_rows
-from keras_bert_lib.runtime.input_checks import ChecksInputs
+from keras_bert_lib.runtime.entry_points import EntryPoints
 
 ENCODER_FIELDS = tuple(f.name for f in dataclasses.fields(EncoderConfig))
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
-class BertEncoder(ChecksInputs, keras.Model):
+class BertEncoder(EntryPoints, keras.Model):
     """The BERT-family encoder: embeddings, L Transformer blocks, and the [CLS] pooler.
 
         E = LayerNorm(token(ids) + position(t) + segment(ids)) → Dropout  [→ E×H projection]

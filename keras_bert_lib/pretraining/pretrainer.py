@@ -4,13 +4,13 @@ import keras
 
 from keras_bert_lib.heads import MaskedLMHead, SentencePairHead
 from keras_bert_lib.pretraining.pretraining_metrics import MaskedLMPerplexity
-from keras_bert_lib.runtime.input_checks import ChecksInputs
+from keras_bert_lib.runtime.entry_points import EntryPoints
 
 SENTENCE_TASKS = ("nsp", "sop", None)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
-class BertPretrainer(ChecksInputs, keras.Model):
+class BertPretrainer(EntryPoints, keras.Model):
     """encoder → {mlm_logits (B, P, V) at `masked_positions`, nsp_logits (B, 2) from the pooler}.
 
     The masked-LM output is tied to the encoder's token embedding table. The 2-way sentence head

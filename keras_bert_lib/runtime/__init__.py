@@ -1,6 +1,7 @@
 """How models run fast on this machine, in one place: the CPU's facts and the compile rules
 (`compile_path`), bfloat16 weight copies (`dtype_copy`), batches by length (`length_buckets`) and
-batches in flight (`evaluate_in_flight`, `compile_path.inference_streams`).
+batches in flight (`evaluate_in_flight`, `compile_path.inference_streams`), behind every model's
+entry points (`entry_points`: Keras' `predict`, `fit`, `evaluate`, overridden once).
 
 The defaults, stated once: a task model's `predict` sorts texts by length and pads each batch to
 its longest row; in TensorFlow's graph on a CPU two batches run at once; on a CPU with

@@ -12,6 +12,8 @@ import warnings
 
 import keras
 
+from keras_bert_lib.keras_internals import onednn_enabled
+
 BFLOAT16_FLAGS = (("amx_bf16", "AMX"), ("avx512_bf16", "AVX512-BF16"))
 
 
@@ -45,26 +47,6 @@ def bfloat16_kernels(flags=None):
     """
     flags = cpu_flags() if flags is None else flags
     return next((name for flag, name in BFLOAT16_FLAGS if flag in flags), None)
-
-
-def onednn_enabled():
-    """Whether TensorFlow runs its CPU kernels through oneDNN in this process (None: TensorFlow is
-    not installed). TensorFlow reads `TF_ENABLE_ONEDNN_OPTS` once, when it is imported, and leaves
-    oneDNN off by default on CPUs without AVX512:
-    `import keras_bert_lib` turns it on only where it is imported before TensorFlow (and so before
-    `keras`, which imports TensorFlow), and warns where it comes too late.
-
-    Example:
-        ```python
-        from keras_bert_lib.runtime.compile_path import onednn_enabled
-        onednn_enabled()   # True after `import keras_bert_lib` came first, on any x86 CPU
-        ```
-    """
-    try:
-        from tensorflow.python.util import _pywrap_util_port
-    except ImportError:
-        return None
-    return bool(_pywrap_util_port.IsMklEnabled())
 
 
 def warn_if_onednn_came_too_late(setting_before_import):

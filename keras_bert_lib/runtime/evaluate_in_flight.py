@@ -15,6 +15,7 @@ import itertools
 
 import keras
 
+from keras_bert_lib.keras_internals import held_out_update, runs_under_strategy
 from keras_bert_lib.runtime.compile_path import inference_streams
 from keras_bert_lib.runtime.length_buckets import in_flight
 
@@ -56,7 +57,7 @@ def _streams(model):
     """How many forward passes a held-out pass of `model` runs at once: `predict`'s number, on
     the TensorFlow backend with one step per execution and no strategy; else 1 (Keras' own)."""
     if (keras.backend.backend() != "tensorflow" or model.run_eagerly or model.steps_per_execution != 1
-            or model._distribute_strategy is not None):
+            or runs_under_strategy(model)):
         return 1
     return inference_streams(model.jit_compile)
 
@@ -128,14 +129,6 @@ def _step_functions(model, keras_function, spec):
         forward = tf.function(lambda x: model(x, training=False), input_signature=[x_spec])
         outputs = forward.get_concrete_function().structured_outputs
         y_spec = tf.nest.map_structure(lambda t: tf.TensorSpec(t.shape, t.dtype), outputs)
-        cached[1][key] = forward, tf.function(functools.partial(_update, model), input_signature=[spec, y_spec])
+        cached[1][key] = forward, tf.function(functools.partial(held_out_update, model), input_signature=[spec, y_spec])
     return cached[1][key]
 
-
-def _update(model, data, y_pred):
-    """Keras' TensorFlow `test_step` (3.15) after its forward pass, on one device."""
-    x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
-    loss = model._compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=False)
-    rows = keras.ops.shape(next(t for t in keras.tree.flatten(x) if t is not None))[0]
-    model._loss_tracker.update_state(loss, sample_weight=rows)
-    return model.compute_metrics(x, y, y_pred, sample_weight=sample_weight)

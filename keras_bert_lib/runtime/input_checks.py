@@ -1,5 +1,5 @@
-"""Our models' entry points: checks of the encoder's inputs before they enter a compiled program,
-where a bad id is silent, and the runtime's choice of that program (`compile_path`).
+"""Checks of the encoder's inputs before they enter a compiled program, where a bad id is silent;
+every entry point of our models runs them (`runtime.entry_points`).
 
 Under XLA a gather clamps an out-of-range id instead of failing, a segment id past the table
 gives a zero vector, and a float id or a 0.5 mask is cast without a word. So the values are
@@ -8,8 +8,6 @@ checked on the host, before the compiled step: numpy in microseconds (docs/desig
 
 import keras
 import numpy as np
-
-from keras_bert_lib.runtime.compile_path import choose_jit_compile
 
 INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
@@ -84,108 +82,6 @@ def concrete(value):
         return None
 
 
-class ChecksInputs:
-    """Mixin for our keras.Models: every way in (`__call__` on values, `predict`,
-    `predict_on_batch`, `fit`, `evaluate`, `train_on_batch`, `test_on_batch`) checks the inputs
-    with `check_inputs` before they reach the compiled program. A tf.data.Dataset is checked by a
-    map in its own pipeline; Python generators and `PyDataset`s are not checked.
-
-    The model defines `_input_config()` (its EncoderConfig) and `_extra_inputs` (index inputs).
-
-    `fit` and `train_on_batch` also build the optimizer's slots before the first step is traced:
-    on TensorFlow without a strategy Keras builds them inside that trace, and the new variables
-    make TensorFlow trace the whole step twice.
-    And a `.keras` file of a compiled model loads compiled, with its optimizer's state where the
-    file holds it (`models.save_model_file` leaves it out): Keras skips `compile_from_config` for models
-    that define their own `compile`, as ours do.
-
-    Example:
-        ```python
-        import numpy as np
-        from keras_bert_lib import bert_tiny
-        encoder = bert_tiny()
-        bad = {"token_ids": np.array([[101, 40000]], "int32"), "segment_ids": np.zeros((1, 2), "int32"),
-               "padding_mask": np.ones((1, 2), "int32")}
-        try:
-            encoder.predict_on_batch(bad)
-        except ValueError as e:
-            print(e)   # token_ids holds 40000 at [0, 1]; valid ids are 0 … 30521 (vocab_size 30522).
-        ```
-    """
-
-    _extra_inputs = ()
-    _widths_vary = False  # True where batches come at their own widths (task models, by length)
-
-    def _resolve_auto_jit_compile(self):
-        """Keras' `jit_compile="auto"` (a model never compiled, or `compile()`), resolved by the
-        runtime's rule, `compile_path.choose_jit_compile`, from the model's dtype and width: the
-        model classes themselves do not read the machine."""
-        if keras.backend.backend() == "torch":
-            return super()._resolve_auto_jit_compile()
-        dtype = getattr(self, "layers_dtype_policy", None) or self.dtype_policy
-        return choose_jit_compile(dtype, hidden_size=self._input_config().hidden_size,
-                                  widths_vary=self._widths_vary)[0]
-
-    def _check(self, x):
-        if isinstance(x, dict):
-            values = {k: concrete(v) for k, v in x.items()}
-            if all(v is not None for v in values.values()):
-                check_inputs(values, self._input_config(), self._extra_inputs)
-        elif is_tf_dataset(x):
-            return _checked_dataset(x, self._input_config(), self._extra_inputs)
-        return x
-
-    def _build_optimizer(self):
-        optimizer = getattr(self, "optimizer", None)
-        if keras.backend.backend() == "tensorflow" and self.built and optimizer is not None and not optimizer.built:
-            with self.distribute_strategy.scope():
-                optimizer.build(self.trainable_variables)
-
-    def get_compile_config(self):
-        config = super().get_compile_config()
-        optimizer = getattr(self, "optimizer", None)
-        if config:  # compiled: whether the file holds the optimizer's slots, for compile_from_config
-            config = {**config, "optimizer_built": bool(optimizer is not None and optimizer.built)}
-        return config
-
-    def compile_from_config(self, config):
-        config = dict(config)
-        built = config.pop("optimizer_built", True)
-        self.compile(**keras.saving.deserialize_keras_object(config))
-        if self.built and built:  # the file's slots load into it
-            self.optimizer.build(self.trainable_variables)
-
-    def __call__(self, inputs, *args, **kwargs):
-        self._check(inputs)
-        return super().__call__(inputs, *args, **kwargs)
-
-    def predict_on_batch(self, x):
-        return super().predict_on_batch(self._check(x))
-
-    def predict(self, x, *args, **kwargs):
-        return super().predict(self._check(x), *args, **kwargs)
-
-    def fit(self, x=None, *args, **kwargs):
-        if "validation_data" in kwargs and kwargs["validation_data"] is not None:
-            data = kwargs["validation_data"]
-            kwargs["validation_data"] = (self._check(data) if not isinstance(data, tuple)
-                                         else (self._check(data[0]), *data[1:]))
-        self._build_optimizer()
-        return super().fit(self._check(x), *args, **kwargs)
-
-    def evaluate(self, x=None, *args, **kwargs):
-        if kwargs.get("_use_cached_eval_dataset"):  # fit's validation: checked once by fit
-            return super().evaluate(x, *args, **kwargs)
-        return super().evaluate(self._check(x), *args, **kwargs)
-
-    def train_on_batch(self, x, *args, **kwargs):
-        self._build_optimizer()
-        return super().train_on_batch(self._check(x), *args, **kwargs)
-
-    def test_on_batch(self, x, *args, **kwargs):
-        return super().test_on_batch(self._check(x), *args, **kwargs)
-
-
 def is_tf_dataset(x):
     """Whether `x` is a tf.data.Dataset, asked without importing TensorFlow (other backends).
 
@@ -198,7 +94,7 @@ def is_tf_dataset(x):
     return type(x).__module__.startswith("tensorflow") and hasattr(x, "element_spec") and hasattr(x, "map")
 
 
-def _checked_dataset(dataset, config, extra):
+def checked_dataset(dataset, config, extra):
     """The same checks as graph assertions in the dataset's own map (outside the compiled step).
     TensorFlow is imported only here: a tf.data.Dataset means it is installed."""
     import tensorflow as tf

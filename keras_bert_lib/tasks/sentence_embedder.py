@@ -109,7 +109,7 @@ class SentenceEmbedder(TaskModel):
         data = self._pairs(x, batch_size, shuffle)
         if kwargs.get("validation_data") is not None:
             kwargs["validation_data"] = self._pairs(kwargs["validation_data"], batch_size, False)
-        return super(TaskModel, self).fit(data, None, *args, shuffle=False, **kwargs)  # the batches shuffle themselves
+        return super().fit(data, None, *args, shuffle=False, **kwargs)  # the batches shuffle themselves
 
     def _pairs(self, columns, batch_size, shuffle):
         if is_tf_dataset(columns):

@@ -10,11 +10,10 @@ import numpy as np
 from keras_bert_lib.heads import Pooling
 from keras_bert_lib.models.checkpoint_loading import load_checkpoint
 from keras_bert_lib.models.trainable_blocks import set_trainable_blocks
-from keras_bert_lib.runtime.compile_path import choose_inference_dtype, choose_jit_compile, inference_streams
+from keras_bert_lib.runtime.compile_path import choose_inference_dtype, choose_jit_compile
 from keras_bert_lib.runtime.dtype_copy import weights_fingerprint, with_dtype
-from keras_bert_lib.runtime.evaluate_in_flight import evaluating_in_flight
-from keras_bert_lib.runtime.input_checks import ChecksInputs, is_tf_dataset
-from keras_bert_lib.runtime.length_buckets import LengthBatches, predict_by_length
+from keras_bert_lib.runtime.entry_points import EntryPoints, as_array, id_rows
+from keras_bert_lib.runtime.input_checks import is_tf_dataset
 
 # The pooling and task heads compute in float32 whatever the encoder's policy, as Keras'
 # mixed-precision guide advises for a model's last layers: a bfloat16 head would round the
@@ -75,10 +74,11 @@ def _fit_steps(x, args, kwargs):
     return None if per_epoch is None else max(epochs, 1) * per_epoch
 
 
-class TaskModel(ChecksInputs, keras.Model):
+class TaskModel(EntryPoints, keras.Model):
     """Base of the task models: an encoder, an optional `BertPreprocessor`, a fine-tuning regime.
 
-    Built with a preprocessor, every way in (`predict`, `fit`, `evaluate`, `*_on_batch`, a call)
+    Every way in is Keras' own after the task's preprocessing (`runtime.entry_points.EntryPoints`).
+    Built with a preprocessor, each (`predict`, `fit`, `evaluate`, `*_on_batch`, a call)
     takes raw strings — a list or 1-D array of texts, or a tuple `(first, second)` of them for
     pairs, or a `tf.data.Dataset` of those (with labels) — and tokenizes them before the compiled
     program (tokenizing is TensorFlow's; on other backends pass the id dict). The id dict of
@@ -97,8 +97,7 @@ class TaskModel(ChecksInputs, keras.Model):
         ```
     """
 
-    _widths_vary = True  # predict, evaluate and fit go by length: a graph per width, not a compile per width
-    _padding_fill = 0.0  # what `predict` puts at padded positions of outputs with a token axis
+    _widths_vary = True  # predict and evaluate go by length: a graph per width, not a compile per width
     # The dtype `predict` runs the encoder in (`compile_path.choose_inference_dtype`): "auto" is
     # bfloat16 weights on CPUs with AVX512-BF16 or AMX, the model's own dtype elsewhere; None pins
     # the model's own; a policy name picks one. Saved with the model.
@@ -166,13 +165,19 @@ class TaskModel(ChecksInputs, keras.Model):
                              "text; build it with preprocessor=... (or from_checkpoint).")
         return self.preprocessor.tokenizer, self.preprocessor.sequence_length
 
+    def _input_ids(self, x):
+        """The id dict for `x`: a dict (or a PyDataset of batches) is kept; texts go through the
+        preprocessor. No texts give an id dict of no rows."""
+        if _rows(x) == 0:
+            return {k: v[:0] for k, v in self._ids(_one_row(x)).items()}
+        return self._ids(x)
+
     def _ids(self, x):
-        """The id dict for `x`: a dict is kept; texts go through the preprocessor."""
         if x is None:
             raise ValueError(f"{type(self).__name__} got None; pass texts (a string, a list of them, or a tuple "
                              "(first, second) of them for pairs), a tf.data.Dataset of them, or the id dict "
                              "(token_ids, segment_ids, padding_mask).")
-        if isinstance(x, dict):
+        if isinstance(x, (dict, keras.utils.PyDataset)):
             return x
         if is_tf_dataset(x) and self.preprocessor is None and not any(
                 getattr(s.dtype, "name", None) == "string" for s in keras.tree.flatten(x.element_spec)):
@@ -201,60 +206,6 @@ class TaskModel(ChecksInputs, keras.Model):
         if not isinstance(features, dict):
             features = self.preprocessor(tuple(features) if isinstance(features, (tuple, list)) else features)
         return (features, *rest)
-
-    def _validation(self, data, batch_size=None):
-        """`fit`'s held-out data: (texts or ids, targets[, weights]) by length where the targets are
-        arrays, as `evaluate` takes them; otherwise as Keras takes them."""
-        if isinstance(data, tuple) and not is_tf_dataset(data[0]):
-            ids = self._ids(data[0])
-            rest = (self._targets(data[1]), *map(_array, data[2:])) if len(data) > 1 else ()
-            by_length = self._by_length(ids, *rest, batch_size=batch_size) if rest else None
-            return (ids, *rest) if by_length is None else by_length
-        return self._ids(data)
-
-    def __call__(self, inputs, *args, **kwargs):
-        return super().__call__(self._ids(inputs) if not isinstance(inputs, keras.KerasTensor) else inputs,
-                                *args, **kwargs)
-
-    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
-        """Keras' `predict`, by length: texts (or id rows) are sorted by their token count, batched
-        with rows of similar length, each batch cut to its longest row (rounded up to a multiple of
-        8 where XLA compiles each width: `_bucket_multiple`), and the results come back in the
-        caller's order; outputs with a token axis are padded back to the input's width, with 0 (or
-        the masked value of span logits) at every padded position. In TensorFlow's graph on a CPU
-        two batches run at once (`compile_path.inference_streams`). It runs `inference_model()`:
-        bfloat16 weights on CPUs with AVX512-BF16 or AMX (`inference_dtype`), or each batch on
-        `runtime` where one is set (`export.OpenVINORuntime()`). `steps`, `callbacks` or a dataset
-        take Keras' own loop, on this model, at the width the data has."""
-        if _rows(x) == 0:  # Keras' predict cannot run zero steps: the outputs of one row, cut to none
-            return keras.tree.map_structure(lambda a: a[:0], super().predict(self._ids(_one_row(x)), verbose=0))
-        ids = self._ids(x)
-        if steps is not None or callbacks or not isinstance(ids, dict) or "padding_mask" not in ids:
-            return super().predict(ids, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks)
-        ids = {k: np.asarray(v) for k, v in ids.items()}
-        batch_size = batch_size or 32
-        bar = None
-        if verbose not in (0, "0") and len(ids["padding_mask"]) > batch_size:
-            bar = keras.utils.Progbar(-(-len(ids["padding_mask"]) // batch_size), verbose=1 if verbose == "auto"
-                                      else verbose, unit_name="batch")
-        per_token = [len(o.shape) >= 2 and o.shape[1] is None for o in keras.tree.flatten(self.output)]
-        if self.runtime is not None:
-            run, multiple, streams = self.runtime.batch_function(self), self._bucket_multiple(), 1
-        else:
-            model = self.inference_model()
-            run, multiple = (lambda batch: keras.Model.predict_on_batch(model, batch)), self._bucket_multiple(model)
-            streams = inference_streams(model.jit_compile)
-        return predict_by_length(run, ids, batch_size, multiple, per_token, self._padding_fill,
-                                 None if bar is None else bar.update, streams)
-
-    def _bucket_multiple(self, model=None):
-        """What `predict` and `evaluate` round each batch's width up to when `model` runs it: the
-        preprocessor's `pad_to_multiple_of` (8 by default) where it runs as XLA programs, one
-        compiled per width (GPUs, TPUs, JAX), or on a `runtime`; 1, the batch's longest row, where
-        it runs in TensorFlow's graph (Keras' choice on a CPU), which traces once for every width."""
-        if model is not None and not model.jit_compile:
-            return 1
-        return getattr(self.preprocessor, "pad_to_multiple_of", None) or 8
 
     def inference_model(self):
         """The model `predict` runs: this one, or (`inference_dtype`) a copy whose encoder holds
@@ -285,61 +236,19 @@ class TaskModel(ChecksInputs, keras.Model):
             object.__setattr__(self, "_inference_copy", (stamp, copy))  # not tracked: its weights are not ours
         return self._inference_copy[1]
 
-    def predict_on_batch(self, x):
-        return super().predict_on_batch(self._ids(x))
+    def _targets(self, y):
+        """The labels as Keras takes them; a task with named classes maps and checks them."""
+        return as_array(y)
 
-    def fit(self, x=None, y=None, *args, **kwargs):
-        """Keras' `fit`; held-out texts (or id rows) with array targets in `validation_data` go by
-        length, as `evaluate` does. On the default optimizer the call is one run of BERT's recipe,
-        as `keras-bert finetune` trains: `default_optimizer` sized to this call's steps."""
-        ids = self._ids(x)
+    def _prepare_fit(self, x, args, kwargs):
+        """On the default optimizer a `fit` call is one run of BERT's recipe, as `keras-bert
+        finetune` trains: `default_optimizer` sized to this call's steps (then its slots, built)."""
         if getattr(self.optimizer, "sized_by_fit", False):
             strategy = getattr(self, "distribute_strategy", None)  # TensorFlow's; JAX lays out by batch
             with strategy.scope() if strategy is not None else contextlib.nullcontext():
-                self.optimizer = default_optimizer(_fit_steps(ids, args, kwargs), self.optimizer.sized_by_fit)
+                self.optimizer = default_optimizer(_fit_steps(x, args, kwargs), self.optimizer.sized_by_fit)
             self.train_function = None  # traced again with the new optimizer
-        if kwargs.get("validation_data") is not None:
-            size = kwargs.get("validation_batch_size") or kwargs.get("batch_size") or (args[0] if args else None)
-            kwargs["validation_data"] = self._validation(kwargs["validation_data"], size)
-        return super().fit(ids, self._targets(y), *args, **kwargs)
-
-    def _by_length(self, ids, y, sample_weight=None, batch_size=None):
-        """`LengthBatches` of id rows with array targets (None where the rows or targets are not
-        arrays): sorted by length, each batch cut to its bucket."""
-        arrays = all(isinstance(leaf, np.ndarray) for leaf in keras.tree.flatten(y)) if y is not None else False
-        if not (isinstance(ids, dict) and "padding_mask" in ids and arrays and _rows(ids)):
-            return None
-        return LengthBatches({k: np.asarray(v) for k, v in ids.items()}, y, _array(sample_weight),
-                             batch_size or 32, self._bucket_multiple(self))
-
-    def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None, steps=None,
-                 callbacks=None, return_dict=False, **kwargs):
-        """Keras' `evaluate`; texts (or id rows) with array targets go by length, as `predict` does,
-        and in TensorFlow's graph on a CPU the next batch's forward pass runs while this one's
-        counts (`evaluate_in_flight`), as does `fit`'s held-out pass: the same numbers."""
-        if kwargs.get("_use_cached_eval_dataset"):  # fit's held-out pass
-            held_out = getattr(self, "_eval_epoch_iterator", None)
-            with evaluating_in_flight(self, getattr(held_out, "num_batches", None)):
-                return super().evaluate(x, y, batch_size=batch_size, verbose=verbose, sample_weight=sample_weight,
-                                        steps=steps, callbacks=callbacks, return_dict=return_dict, **kwargs)
-        ids, y = self._ids(x), self._targets(y)
-        data = self._by_length(ids, y, sample_weight, batch_size) if steps is None else None
-        if data is not None:
-            with evaluating_in_flight(self, len(data)):
-                return super().evaluate(data, verbose=verbose, callbacks=callbacks, return_dict=return_dict,
-                                        **kwargs)
-        return super().evaluate(ids, y, batch_size=batch_size, verbose=verbose, sample_weight=sample_weight,
-                                steps=steps, callbacks=callbacks, return_dict=return_dict, **kwargs)
-
-    def train_on_batch(self, x, y=None, *args, **kwargs):
-        return super().train_on_batch(self._ids(x), self._targets(y), *args, **kwargs)
-
-    def test_on_batch(self, x, y=None, *args, **kwargs):
-        return super().test_on_batch(self._ids(x), self._targets(y), *args, **kwargs)
-
-    def _targets(self, y):
-        """The labels as Keras takes them; a task with named classes maps and checks them."""
-        return _array(y)
+        super()._prepare_fit(x, args, kwargs)
 
     def checkpoint_class_names(self):
         """The labels `save_checkpoint` writes as HF `*ForSequenceClassification`'s `id2label`, or
@@ -381,22 +290,15 @@ def _rows(x):
     that is not known without reading it (a dataset, a generator)."""
     x = _as_batch(x)
     if isinstance(x, dict):
-        ids = x.get("token_ids")
-        return len(ids) if hasattr(ids, "__len__") else None
+        return id_rows(x)
     if isinstance(x, tuple) and x:
         x = x[0]
     return len(x) if isinstance(x, (list, np.ndarray)) else None
 
 
 def _one_row(x):
-    """One row of the kind of `x` (an empty batch): an empty text, an empty pair, or one id row
-    of [CLS]-free zeros, whose outputs give the shapes and dtypes of the empty result."""
+    """One row of the kind of `x` (an empty batch): an empty text, an empty pair, or the id dict
+    itself (its rows are cut to none anyway)."""
     if isinstance(x, dict):
-        length = max(*np.shape(x["token_ids"])[1:2], 1)
-        return {k: np.full((1, length), int(k == "padding_mask"), "int32") for k in x}
+        return x
     return tuple([""] for _ in x) if isinstance(x, tuple) else [""]
-
-
-def _array(labels):
-    """Labels as an array: Keras takes arrays and datasets, and a user's labels are often a list."""
-    return np.asarray(labels) if isinstance(labels, (list, tuple)) else labels

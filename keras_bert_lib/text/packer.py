@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from keras_bert_lib.keras_internals import takes_strings
 from keras_bert_lib.text.tf_text import import_tensorflow_text
 
 TRUNCATIONS = ("round_robin", "waterfall", "longest_first")
@@ -85,9 +86,7 @@ class BertPacker(keras.layers.Layer):
         self.padding = padding
         self.pad_to_multiple_of = pad_to_multiple_of
         self.packing = packing
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
-        self.built = True
+        takes_strings(self)
 
     def call(self, segments):
         return pack_segments(segments, self.sequence_length, self.start_id, self.end_id, self.pad_id, self.truncate,

@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from keras_bert_lib.keras_internals import takes_strings
 from keras_bert_lib.text.byte_pair_tokenizer import BytePairTokenizer
 from keras_bert_lib.text.packer import check_padding, check_truncate, pack_segments, special_count
 from keras_bert_lib.text.sentencepiece_tokenizer import SentencePieceTokenizer
@@ -68,9 +69,7 @@ class BertPreprocessor(keras.layers.Layer):
         self.truncate = truncate
         self.padding = padding
         self.pad_to_multiple_of = pad_to_multiple_of
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
-        self.built = True
+        takes_strings(self)
 
     def call(self, inputs):
         return self._pack(inputs)[0]

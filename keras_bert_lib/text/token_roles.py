@@ -3,6 +3,8 @@ which token plays each role: start, end, pad, mask, unk, and which tokens begin 
 
 import numpy as np
 
+from keras_bert_lib.keras_internals import takes_strings
+
 ROLES = ("start", "end", "pad", "mask", "unk")
 
 
@@ -30,9 +32,7 @@ class TokenRoles:
         conversion of its string input), set by each tokenizer's constructor."""
         self.special_tokens = dict(special_tokens)
         self.packing = packing
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
-        self.built = True
+        takes_strings(self)
 
     def _set_tokens(self, tokens):
         self.tokens = list(tokens)

@@ -5,44 +5,13 @@ import types
 
 import tensorflow as tf
 
-
-def _multi_worker(strategy):
-    # The same test Keras's trainer makes before it takes its multi-worker reduction path.
-    return (isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
-            and strategy.extended._in_multi_worker_mode())
-
-
-def _build_before_tracing(model, iterator=None, data_batch=None):
-    """Builds the model, its losses, metrics and optimizer from shapes before the first step.
-
-    Without a strategy Keras leaves that to the first trace of the train function; the variables
-    created there make TensorFlow trace the whole step a second time. On one device the shapes
-    come from the dataset's `element_spec`, so no batch is read; on several workers from the first
-    local replica's batch instead of a reduced nest of per-replica dicts (keras-team/keras#20329).
-    """
-    cls = type(model)
-    strategy = model._distribute_strategy
-    if strategy is None:
-        if data_batch is None and iterator is not None:
-            data_batch = iterator.data_adapter.get_tf_dataset().element_spec
-        if data_batch is not None:
-            model._symbolic_build(data_batch=data_batch)
-        return None
-    if iterator is None:
-        return cls._maybe_symbolic_build(model, iterator=iterator, data_batch=data_batch)
-    for _, _, batches in iterator:
-        data_batch = tf.nest.map_structure(
-            lambda v: strategy.experimental_local_results(v)[0]
-            if isinstance(v, tf.distribute.DistributedValues) else v, next(batches))
-        break
-    with strategy.scope():
-        model._symbolic_build(data_batch=data_batch)
+from keras_bert_lib.keras_internals import build_before_first_trace, in_multi_worker_mode
 
 
 def _reducible(model, logs):
     """Scalar logs as shape (1,), so Keras's `reduce("MEAN", axis=0)` averages the workers'
     values instead of failing on a scalar (tensorflow#72388)."""
-    if not _multi_worker(model.distribute_strategy):
+    if not in_multi_worker_mode(model.distribute_strategy):
         return logs
     return {k: tf.reshape(v, [1]) if tf.is_tensor(v) and v.shape.rank == 0 else v for k, v in logs.items()}
 
@@ -87,7 +56,7 @@ def mend_fit(model):
     if keras.backend.backend() != "tensorflow":
         return model
     cls = type(model)
-    model._maybe_symbolic_build = types.MethodType(_build_before_tracing, model)
+    build_before_first_trace(model)
     model.train_step = types.MethodType(lambda self, data: _reducible(self, cls.train_step(self, data)), model)
     model.test_step = types.MethodType(lambda self, data: _reducible(self, cls.test_step(self, data)), model)
     return model

@@ -2,37 +2,43 @@
 looked up in the installed version, so an upgrade that renames or removes one fails here, by
 name, before the behaviour built on it breaks somewhere else."""
 
+import ast
 import importlib
 import inspect
+import pathlib
 
 import keras
 import pytest
 
-# (object to look in, private name, the library's module that relies on it, what for)
+# (object to look in, private name, what keras_internals.py uses it for)
+BASE, TRAINER = "keras.src.optimizers.base_optimizer.BaseOptimizer", "keras.src.trainers.trainer.Trainer"
+REST = "kserve.protocol.rest.server.RESTServer"
 INTERNALS = [
-    ("keras.src.trainers.trainer.Trainer", "_resolve_auto_jit_compile", "runtime/input_checks.py",
-     "jit_compile='auto' resolved by the runtime's rule"),
-    ("keras.src.trainers.trainer.Trainer", "_compute_loss", "runtime/evaluate_in_flight.py",
-     "a held-out batch's loss, Keras' own, outside its test step"),
-    ("keras.src.backend.tensorflow.trainer.TensorFlowTrainer", "_maybe_symbolic_build", "training/keras_mends.py",
+    (TRAINER, "_resolve_auto_jit_compile", "jit_compile='auto' resolved by the runtime's rule"),
+    (TRAINER, "_compute_loss", "a held-out batch's loss, Keras' own, outside its test step"),
+    ("keras.src.backend.tensorflow.trainer.TensorFlowTrainer", "_maybe_symbolic_build",
      "the optimizer's slots built before the first step is traced"),
-    ("keras.src.trainers.trainer.Trainer", "_symbolic_build", "training/keras_mends.py",
-     "the same, under a distribution strategy"),
-    ("keras.src.optimizers.base_optimizer.BaseOptimizer", "_clip_gradients", "training/optimizers.py",
-     "global-norm clipping of the sum over replicas"),
-    ("keras.src.optimizers.base_optimizer.BaseOptimizer", "_backend_update_step", "training/optimizers.py",
-     "AdamW's step scalars built once per step"),
-    ("keras.src.optimizers.base_optimizer.BaseOptimizer", "_apply_weight_decay", "training/optimizers.py",
-     "decoupled weight decay in the fused step"),
-    ("keras.src.backend.tensorflow.optimizer.TFOptimizer", "_all_reduce_sum_gradients", "training/optimizers.py",
+    (TRAINER, "_symbolic_build", "the same, under a distribution strategy"),
+    (BASE, "_clip_gradients", "global-norm clipping of the sum over replicas"),
+    (BASE, "_backend_update_step", "AdamW's step scalars built once per step"),
+    (BASE, "_apply_weight_decay", "decoupled weight decay in the fused step"),
+    (BASE, "_get_variable_index", "a variable's Adam moments"),
+    (BASE, "_use_weight_decay", "which variables decay"),
+    ("keras.src.backend.tensorflow.optimizer.TFOptimizer", "_all_reduce_sum_gradients",
      "the all-reduce done once, in _clip_gradients"),
-    ("tensorflow.python.util._pywrap_util_port", "IsMklEnabled", "runtime/compile_path.py",
-     "whether oneDNN's CPU kernels are on"),
-    ("kserve.protocol.rest.server.RESTServer", "_add_middlewares", "serve/routes.py",
-     "the connection limits before the application"),
-    ("kserve.protocol.rest.server.RESTServer", "_add_exception_handlers", "serve/routes.py",
-     "4xx answers with one line, never a traceback"),
+    ("tensorflow.python.util._pywrap_util_port", "IsMklEnabled", "whether oneDNN's CPU kernels are on"),
 ]
+# KServe's, used by serve/routes.py (the server's own module), not by the models
+KSERVE = [
+    (REST, "_add_middlewares", "the connection limits before the application"),
+    (REST, "_add_exception_handlers", "4xx answers with one line, never a traceback"),
+]
+# Attributes set in Keras' own code rather than defined on a class (test below)
+INSTANCE = {"_loss_tracker", "_distribute_strategy", "_eval_epoch_iterator", "_use_cached_eval_dataset",
+            "_convert_input_args", "_allow_non_tensor_positional_args", "_momentums", "_velocities",
+            "_in_multi_worker_mode"}
+PRIVATE_MODULES = ("keras.src", "tensorflow.python")
+LIBRARY = pathlib.Path(__file__).resolve().parents[2] / "keras_bert_lib"
 
 
 def _resolve(dotted):
@@ -48,20 +54,45 @@ def _resolve(dotted):
     raise ImportError(dotted)
 
 
-@pytest.mark.parametrize("owner, name, user, why", INTERNALS,
-                         ids=[f"{o.split('.')[-1]}.{n}" for o, n, _, _ in INTERNALS])
-def test_a_private_name_we_rely_on_is_still_there(owner, name, user, why):
+@pytest.mark.parametrize("owner, name, why", INTERNALS + KSERVE,
+                         ids=[f"{o.split('.')[-1]}.{n}" for o, n, _ in INTERNALS + KSERVE])
+def test_a_private_name_we_rely_on_is_still_there(owner, name, why):
     if owner.startswith("kserve"):
         pytest.importorskip("kserve", reason="the serve extra, installed by the test command")
-    assert hasattr(_resolve(owner), name), (
-        f"{owner}.{name} is gone from this version ({why}; keras_bert_lib/{user} uses it)")
+    assert hasattr(_resolve(owner), name), f"{owner}.{name} is gone from this version ({why}; keras_internals.py)"
+
+
+def test_only_keras_internals_touches_them():
+    """No other module reads, sets or overrides a private name of Keras or TensorFlow, or imports
+    from `keras.src` or `tensorflow.python`: keras_internals.py is the one file to read against
+    a new release. A planted use is found (the walk is not vacuous)."""
+    private = {name for _, name, _ in INTERNALS} | INSTANCE
+
+    def uses(source):
+        found = []
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Attribute) and node.attr in private:
+                found.append(node.attr)
+            elif isinstance(node, ast.FunctionDef) and node.name in private:
+                found.append(f"def {node.name}")
+            elif isinstance(node, ast.Constant) and node.value in private:
+                found.append(repr(node.value))
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(PRIVATE_MODULES):
+                found.append(node.module)
+        return found
+
+    assert uses("class A:\n    def _clip_gradients(self): self._loss_tracker = 1\n") == ["def _clip_gradients",
+                                                                                          "_loss_tracker"]
+    where = {str(path.relative_to(LIBRARY)): uses(path.read_text()) for path in sorted(LIBRARY.rglob("*.py"))
+             if path.name != "keras_internals.py"}
+    assert not {k: v for k, v in where.items() if v}, "private Keras/TensorFlow names outside keras_internals.py"
+    assert uses((LIBRARY / "keras_internals.py").read_text())
 
 
 def test_the_instance_attributes_we_read_are_set_by_keras():
-    """Attributes set in Keras' own code rather than defined on a class: a compiled model's loss
-    tracker (runtime/evaluate_in_flight.py), its strategy slot (training/keras_mends.py) and fit's
-    cached held-out iterator (tasks/task_model.py); a layer's switches for non-tensor arguments
-    (text/packer.py, text/preprocessor.py, text/token_roles.py)."""
+    """Attributes set in Keras' own code rather than defined on a class (keras_internals.py): a
+    compiled model's loss tracker and strategy slot, fit's cached held-out iterator, a layer's
+    switches for non-tensor arguments, an optimizer's moments, a strategy's multi-worker test."""
     from keras.src.backend.tensorflow import trainer
     from keras.src.layers import layer
 
@@ -72,3 +103,9 @@ def test_the_instance_attributes_we_read_are_set_by_keras():
     assert "_use_cached_eval_dataset" in inspect.getsource(trainer.TensorFlowTrainer.evaluate)
     source = inspect.getsource(layer.Layer)
     assert "_convert_input_args" in source and "_allow_non_tensor_positional_args" in source
+    optimizer = keras.optimizers.AdamW()
+    optimizer.build([keras.Variable([1.0])])
+    assert hasattr(optimizer, "_momentums") and hasattr(optimizer, "_velocities")
+    import tensorflow as tf
+
+    assert hasattr(tf.distribute.MirroredStrategy().extended, "_in_multi_worker_mode")

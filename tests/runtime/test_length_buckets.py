@@ -180,7 +180,7 @@ def test_predict_runs_two_batches_at_once_on_a_cpu_with_the_same_outputs(monkeyp
     assert not [r for r in caplog.records if "retracing" in r.getMessage()]
     if keras.backend.backend() == "tensorflow":
         assert embedder.predict_function.experimental_get_tracing_count() == 2
-    monkeypatch.setattr("keras_bert_lib.tasks.task_model.inference_streams", lambda *a, **k: 1)
+    monkeypatch.setattr("keras_bert_lib.runtime.entry_points.inference_streams", lambda *a, **k: 1)
     one_at_a_time = embedder.predict(texts, batch_size=8, verbose=0)
     np.testing.assert_array_equal(got, one_at_a_time)
     if keras.backend.backend() == "tensorflow":

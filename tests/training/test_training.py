@@ -73,7 +73,7 @@ def test_clipping_keeps_a_sparse_gradient_sparse_and_equals_keras_on_the_dense_o
     import tensorflow as tf
     from keras.src.optimizers.base_optimizer import clip_by_global_norm as keras_clip
 
-    from keras_bert_lib.training.optimizers import clip_by_global_norm
+    from keras_bert_lib.keras_internals import clip_by_global_norm
 
     rng = np.random.default_rng(0)
     rows = tf.IndexedSlices(tf.constant(rng.normal(size=(5, 4)) * scale, tf.float32), tf.constant([3, 7, 3, 3, 0]),

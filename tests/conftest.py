@@ -5,6 +5,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # The suite never reaches the HuggingFace Hub: a name that reads as a Hub id resolves from the cache
 # or fails at once (set before huggingface_hub reads it at import; subprocesses inherit it).
 os.environ["HF_HUB_OFFLINE"] = "1"
+# Each pytest-xdist worker gets its share of the cores for TensorFlow's kernels (read when TensorFlow
+# starts; subprocesses inherit it): two workers with a thread per core each would run four busy
+# threads on two cores, and the suite is slower for it.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 
 import keras  # noqa: E402
 import pytest  # noqa: E402
@@ -27,6 +33,22 @@ def _write_tiny_corpus(folder):
                 f.write(" ".join(words[(doc + s + k) % len(words)] for k in range(8 + s)) + ".\n")
             f.write("\n")
     return path
+
+
+@pytest.fixture(scope="session")
+def few_reviews(tmp_path_factory):
+    """The first 64 training and 48 held-out movie reviews (both labels in each) as CSV files,
+    {"train": path, "validation": path}: for runs that check plumbing, not learning, at a
+    fraction of the 400 and 200 reviews' cost."""
+    from keras_bert_lib.data import movie_reviews
+
+    folder, files = tmp_path_factory.mktemp("few_reviews"), {}
+    for part, rows in (("train", 64), ("validation", 48)):
+        lines = open(movie_reviews()[part], encoding="utf-8").read().splitlines(keepends=True)
+        files[part] = str(folder / f"{part}.csv")
+        with open(files[part], "w", encoding="utf-8") as f:
+            f.writelines(lines[:rows + 1])  # the header and the first rows
+    return files
 
 
 @pytest.fixture

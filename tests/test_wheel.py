@@ -1,6 +1,7 @@
 """The package as a user installs it: a wheel, in a fresh virtual environment, run from a folder
-outside the source tree. The quick-start's data ships inside it."""
+outside the source tree. The quick-start's data ships inside it, and its recipe runs."""
 
+import json
 import os
 import pathlib
 import site
@@ -38,8 +39,16 @@ def test_the_wheel_runs_the_quickstart_outside_the_source_tree(tmp_path):
                 "print(keras_bert_lib.__file__)", cwd=work)
     assert where.strip().startswith(str(target)), where
     assert "--validation" in run(str(console), "quickstart", "--help", cwd=work)
-    out = run(str(console), "quickstart", "--epochs", "1", "--formats", "saved_model", cwd=work)
+    # The published recipe (recipes/quickstart.toml, as tests/runs/test_recipes.py runs the others)
+    # on 33 of the packaged training reviews: the held-out file is the packaged one.
+    rows = run(str(python), "-c", "from keras_bert_lib.data import movie_reviews; "
+               "print(open(movie_reviews()['train'], encoding='utf-8').read())", cwd=work).splitlines()[:34]
+    (work / "train.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    out = run(str(console), "quickstart", "--recipe", str(ROOT / "recipes" / "quickstart.toml"), "--train",
+              "train.csv", "--epochs", "1", "--formats", "saved_model", cwd=work)
     assert "on 200 texts; the majority class 0.580" in out
+    report = json.loads((work / "runs" / "quickstart_classify" / "report.json").read_text())
+    assert report["held_out"]["accuracy"] >= 0.0 and report["validation_examples"] == 200, report
     table = out[out.index("\nartefact ") + 1:].splitlines()
     assert [line.split()[0] for line in table[1:4]] == ["keras", "saved_model", "saved_model"], table
     assert (work / "runs" / "quickstart_classify" / "exported" / "saved_model" / "1" / "saved_model.pb").exists()

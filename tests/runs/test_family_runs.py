@@ -9,29 +9,27 @@ import numpy as np
 import pytest
 
 from keras_bert_lib.cli import main
-from keras_bert_lib.data import movie_reviews
 from tests.serve.server_process import call, running_server
 from tests.text import families
 
 pytest.importorskip("transformers", reason="transformers is in the [test] extra")
 pytestmark = pytest.mark.slow
-REVIEWS = movie_reviews()
 TEXTS = ["A wonderful, warm film.", "Dull and ``long''  —  I'd skip it.", "Café society, naïvely told"]
 
 
 @pytest.mark.parametrize("family", ["roberta", "albert"])
-def test_a_family_fine_tunes_exports_and_serves_on_raw_text(family, tmp_path):
+def test_a_family_fine_tunes_exports_and_serves_on_raw_text(family, few_reviews, tmp_path):
     import keras
     import tensorflow as tf
 
     folder = tmp_path / family
     families.make_folder(folder, family)
     run, exported = tmp_path / "run", tmp_path / "exported"
-    assert main(["finetune", "classify", "--checkpoint", str(folder), "--train", REVIEWS["train"],
-                 "--validation", REVIEWS["validation"], "--output-dir", str(run), "--max-seq-length", "48",
+    assert main(["finetune", "classify", "--checkpoint", str(folder), "--train", few_reviews["train"],
+                 "--validation", few_reviews["validation"], "--output-dir", str(run), "--max-seq-length", "48",
                  "--steps", "4", "--steps-per-epoch", "2", "--batch-size", "8", "--no-jit-compile"]) == 0
     report = json.loads((run / "report.json").read_text())
-    assert report["validation_examples"] == 200 and 0.0 <= report["held_out"]["accuracy"] <= 1.0
+    assert report["validation_examples"] == 48 and 0.0 <= report["held_out"]["accuracy"] <= 1.0
     if family == "albert":  # HuggingFace's AlbertForSequenceClassification, with the folder's tokenizer
         assert {"tokenizer.json", "spiece.model"} <= {p.name for p in (run / "export").iterdir()}
 

@@ -11,26 +11,23 @@ import sys
 import numpy as np
 import pytest
 
-from keras_bert_lib.data import movie_reviews
-
 pytest.importorskip("jax", reason="jax (CPU) is in the [test] extra")
 pytestmark = pytest.mark.slow
-REVIEWS = movie_reviews()
 
 
-def test_a_jax_fine_tuning_run_writes_a_model_tensorflow_reads(checkpoint, tmp_path):
+def test_a_jax_fine_tuning_run_writes_a_model_tensorflow_reads(checkpoint, few_reviews, tmp_path):
     import keras
 
     out = tmp_path / "run"
     env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": "",
            "TF_CPP_MIN_LOG_LEVEL": "3"}
     done = subprocess.run([sys.executable, "-m", "keras_bert_lib.cli", "finetune", "classify", "--checkpoint",
-                           str(checkpoint), "--train", REVIEWS["train"], "--validation", REVIEWS["validation"],
+                           str(checkpoint), "--train", few_reviews["train"], "--validation", few_reviews["validation"],
                            "--output-dir", str(out), "--max-seq-length", "32", "--epochs", "2",
                            "--learning-rate", "1e-3"], env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads((out / "report.json").read_text())
-    rows = list(csv.DictReader(open(REVIEWS["validation"], encoding="utf-8")))
+    rows = list(csv.DictReader(open(few_reviews["validation"], encoding="utf-8")))
     model = keras.models.load_model(out / "model.keras")  # written on JAX, read on TensorFlow
     predicted = model.predict_labels([r["text"] for r in rows])
     accuracy = float(np.mean([p == r["label"] for p, r in zip(predicted, rows)]))

@@ -13,19 +13,17 @@ import numpy as np
 import pytest
 
 from keras_bert_lib.cli import main
-from keras_bert_lib.data import movie_reviews
 from keras_bert_lib.export import load_model_file
 
 pytestmark = pytest.mark.slow
-REVIEWS = movie_reviews()
 KILLED_AT = os.path.join(os.path.dirname(os.path.dirname(__file__)), "training", "killed_at.py")
 
 
-def _argv(checkpoint, out):
-    # 400 texts, batches of 100: 4 steps an epoch; dropout 0.1 in the encoder and before the head
-    return ["finetune", "classify", "--checkpoint", str(checkpoint), "--train", REVIEWS["train"], "--validation",
-            REVIEWS["validation"], "--output-dir", str(out), "--max-seq-length", "16", "--epochs", "3",
-            "--batch-size", "100", "--no-jit-compile"]
+def _argv(checkpoint, reviews, out):
+    # 64 texts, batches of 16: 4 steps an epoch; dropout 0.1 in the encoder and before the head
+    return ["finetune", "classify", "--checkpoint", str(checkpoint), "--train", reviews["train"], "--validation",
+            reviews["validation"], "--output-dir", str(out), "--max-seq-length", "16", "--epochs", "3",
+            "--batch-size", "16", "--no-jit-compile"]
 
 
 def _run(argv, moment=None):
@@ -55,22 +53,22 @@ def _holder(folder):
         return None
 
 
-def test_killed_twice_and_resumed_equals_the_run_left_alone(checkpoint, tmp_path, capsys):
+def test_killed_twice_and_resumed_equals_the_run_left_alone(checkpoint, few_reviews, tmp_path, capsys):
     alone, killed = tmp_path / "alone", tmp_path / "killed"
-    assert _run(_argv(checkpoint, alone)).returncode == 0
+    assert _run(_argv(checkpoint, few_reviews, alone)).returncode == 0
 
     # A kill inside the write of epoch 2's backup: epoch 1's backup stays, and the half-written one is ignored.
-    assert _run(_argv(checkpoint, killed), "backup:2").returncode == -9
+    assert _run(_argv(checkpoint, few_reviews, killed), "backup:2").returncode == -9
     staged, kept = sorted(os.listdir(killed / "backup"))
     assert staged.startswith(".epoch-0002-") and kept == "epoch-0001"
     # A kill in the middle of epoch 3 (after step 10 of 12), the run resumed from epoch 1.
-    done = _run(_argv(checkpoint, killed), "step:10")
+    done = _run(_argv(checkpoint, few_reviews, killed), "step:10")
     assert done.returncode == -9 and "Resuming from the backup of epoch 1 of 3" in done.stderr, done.stderr[-2000:]
     assert sorted(os.listdir(killed / "backup")) == ["epoch-0001", "epoch-0002"]
     (killed / "checkpoints" / "ckpt-11_temp").mkdir(parents=True)  # a kill inside a checkpoint write leaves it
 
     # The same command again finishes; a second one meanwhile is refused, naming the first.
-    last = subprocess.Popen([sys.executable, "-m", "keras_bert_lib.cli", *_argv(checkpoint, killed)],
+    last = subprocess.Popen([sys.executable, "-m", "keras_bert_lib.cli", *_argv(checkpoint, few_reviews, killed)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     deadline = time.monotonic() + 120
@@ -79,7 +77,7 @@ def test_killed_twice_and_resumed_equals_the_run_left_alone(checkpoint, tmp_path
         time.sleep(0.01)
     last.send_signal(signal.SIGSTOP)  # it holds the lock until it goes on
     try:
-        assert main(_argv(checkpoint, killed)) == 2
+        assert main(_argv(checkpoint, few_reviews, killed)) == 2
     finally:
         last.send_signal(signal.SIGCONT)
     refused = capsys.readouterr().err.strip()

@@ -143,6 +143,7 @@ def test_a_keras_hub_repository_on_the_hf_hub_loads_from_the_hf_cache(preset, tm
     _same_outputs(load_checkpoint("hf://keras/all_minilm_l6_v2_en"), backbone, batch)
 
 
+@pytest.mark.slow
 def test_keras_bert_download_gives_a_cached_preset_s_folder(preset, tmp_path, monkeypatch, capsys):
     from keras_bert_lib.cli import main
 

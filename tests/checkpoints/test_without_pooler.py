@@ -72,6 +72,7 @@ def test_a_classification_checkpoint_loads_its_encoder_and_names_the_head_it_lea
     assert "pooled_output" not in encoder.output
 
 
+@pytest.mark.slow
 def test_still_strict_for_every_other_tensor(tmp_path):
     from safetensors.numpy import load_file, save_file
 
@@ -86,6 +87,7 @@ def test_still_strict_for_every_other_tensor(tmp_path):
     assert "unknown tensor encoder.extra.weight" in str(error.value)
 
 
+@pytest.mark.slow
 def test_overrides_that_keep_shapes_are_taken_and_shape_fields_refused(tmp_path):
     _saved("bert", tmp_path)
     encoder = load_checkpoint(tmp_path, output_attentions=True, hidden_dropout_prob=0.0, layer_norm_eps=1e-6)

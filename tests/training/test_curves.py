@@ -5,10 +5,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
 
 from keras_bert_lib.training.curves import plot_curves  # noqa: E402
 
 
+@pytest.mark.slow
 def test_training_and_held_out_lines_differ_in_style_and_legend(tmp_path, monkeypatch):
     figures = []
     monkeypatch.setattr(plt, "close", figures.append)  # keep the figure to read it

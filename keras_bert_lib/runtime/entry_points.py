@@ -71,7 +71,11 @@ class EntryPoints(ResolvesAutoJitCompile):
         return self
 
     def _prepare_fit(self, x, args, kwargs):
-        """Before `fit`'s first step: the optimizer's slots, built outside the traced step."""
+        """Before `fit`'s first step (`x` and the call's other arguments as `fit` got them)."""
+        self._build_optimizer()
+
+    def _build_optimizer(self):
+        """The optimizer's slots, built outside the first traced step."""
         optimizer = getattr(self, "optimizer", None)
         if keras.backend.backend() == "tensorflow" and self.built and optimizer is not None and not optimizer.built:
             with self.distribute_strategy.scope():
@@ -130,7 +134,7 @@ class EntryPoints(ResolvesAutoJitCompile):
 
     def train_on_batch(self, x, y=None, *args, **kwargs):
         x = self._check(self._input_ids(x))
-        self._prepare_fit(x, args, kwargs)
+        self._build_optimizer()
         return super().train_on_batch(x, self._targets(y), *args, **kwargs)
 
     def test_on_batch(self, x, y=None, *args, **kwargs):

@@ -40,3 +40,13 @@ def test_a_peak_of_ones_own_keeps_the_recipe_and_another_optimizer_is_left_alone
     adam = model.optimizer
     model.fit(_batch(32), np.arange(32) % 2, batch_size=16, verbose=0)
     assert model.optimizer is adam and float(adam.learning_rate) == pytest.approx(1e-3)
+
+
+@pytest.mark.slow
+def test_train_on_batch_steps_one_optimizer_whose_moments_it_keeps():
+    """Only `fit` sizes the default optimizer to its call; `train_on_batch` is one step of it."""
+    model = TextClassifier(bert_tiny(vocab_size=100, num_hidden_layers=1), num_classes=2)
+    optimizer = model.optimizer
+    for _ in range(3):
+        model.train_on_batch(_batch(4), np.array([0, 1, 0, 1]))
+    assert model.optimizer is optimizer and int(optimizer.iterations) == 3

@@ -10,7 +10,8 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 # threads on two cores, and the suite is slower for it.
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 if _WORKERS > 1:
-    os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
+    _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(max(1, _CORES // _WORKERS)))
 
 import keras  # noqa: E402
 import pytest  # noqa: E402

@@ -89,8 +89,15 @@ class EntryPoints(ResolvesAutoJitCompile):
         return super().__call__(inputs, *args, **kwargs)
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
-        """Keras' `predict` after the model's preprocessing and the input checks; by length where
-        the model's batches come at their own widths (see the class)."""
+        """Keras' `predict` after the model's preprocessing and the input checks. Where the model's
+        batches come at their own widths (the task models), by length: rows sorted by token count,
+        batched with rows of similar length, each batch cut to its longest row (rounded up to
+        `_bucket_multiple`), the results in the caller's order; outputs with a token axis are
+        padded back to the input's width with `_padding_fill` (0, or span logits' masked value) at
+        every padded position. It runs `inference_model()` (a bfloat16 copy on CPUs with
+        AVX512-BF16 or AMX), two batches at once in TensorFlow's graph on a CPU, or each batch on
+        the model's `runtime` (`export.OpenVINORuntime()`). `steps`, `callbacks` or a dataset take
+        Keras' own loop, at the width the data has."""
         x = self._check(self._input_ids(x))
         if isinstance(x, dict) and id_rows(x) == 0:  # Keras cannot run zero steps: one row's outputs, cut to none
             width = max(*np.shape(x["token_ids"])[1:2], 1)

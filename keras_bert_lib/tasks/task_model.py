@@ -167,8 +167,8 @@ class TaskModel(EntryPoints, keras.Model):
 
     def _input_ids(self, x):
         """The id dict for `x`: a dict (or a PyDataset of batches) is kept; texts go through the
-        preprocessor. No texts give an id dict of no rows."""
-        if _rows(x) == 0:
+        preprocessor. No texts give an id dict of no rows (the preprocessor takes no empty batch)."""
+        if not isinstance(x, dict) and _rows(x) == 0:
             return {k: v[:0] for k, v in self._ids(_one_row(x)).items()}
         return self._ids(x)
 
@@ -297,8 +297,5 @@ def _rows(x):
 
 
 def _one_row(x):
-    """One row of the kind of `x` (an empty batch): an empty text, an empty pair, or the id dict
-    itself (its rows are cut to none anyway)."""
-    if isinstance(x, dict):
-        return x
+    """One text of the kind of `x` (an empty batch of texts): an empty text, or an empty pair."""
     return tuple([""] for _ in x) if isinstance(x, tuple) else [""]

@@ -60,7 +60,7 @@ def main():
             out.append(ids if padded else {k: v[:, :length] for k, v in ids.items()})
         return out
 
-    module = ServingModule(encoder, text=False, track_variables=True)
+    module = ServingModule(encoder, text=False)
     saved = tempfile.TemporaryDirectory()
     tf.saved_model.save(module, saved.name, signatures={"serving_ids": module.ids.get_concrete_function()})
 

@@ -148,9 +148,12 @@ class ServingModule(tf.Module):
     `segment_ids`, `padding_mask` (int32, (B, T)) and, with a preprocessor, `text` on one or two
     string tensors (B,) (unless `text=False`). Each returns the task's named outputs
     (`task_outputs`) and, with `class_names=True`, a classifier's `class_name` (B,) string of its
-    `label`, where it was built with `class_names` (what a run's labels were called). Only the
-    model is tracked, so a SavedModel stores each weight once; `track_variables=True` also tracks
-    the underlying tf.Variables, as TFLite's converter needs (and stores them twice).
+    `label`, where it was built with `class_names` (what a run's labels were called). What is
+    tracked is the model's tf.Variables, not the Keras model: a SavedModel stores each weight once,
+    TFLite's converter finds the variables it freezes, and saving traces only the signatures (a
+    tracked Keras model adds a `serving_default` function of its own, and of each model inside it,
+    traced on every save and revived on every load). The string signature runs the ids one, so
+    the encoder is traced once.
 
     Example:
         ```python
@@ -161,16 +164,13 @@ class ServingModule(tf.Module):
         ```
     """
 
-    def __init__(self, model, preprocessor=None, pair=None, text=True, track_variables=False, class_names=False):
+    def __init__(self, model, preprocessor=None, pair=None, text=True, class_names=False):
         super().__init__(name="serving")
         output_names(model)
-        self.model = model
+        self._untracked = _Untracked(model)
         names = getattr(model, "class_names", None) if class_names and isinstance(model, TextClassifier) else None
         self.class_names = tf.constant([str(n) for n in names]) if names and model.num_classes > 1 else None
-        if track_variables:
-            # For TFLite's converter, which freezes only the tf.Variables it finds directly in the
-            # object graph; a SavedModel then stores each weight twice (Keras' export does this).
-            self.model_variables = [getattr(v, "value", v) for v in model.weights]
+        self.model_variables = [getattr(v, "value", v) for v in model.weights]  # each tf.Variable once
         # text=False (TFLite, ONNX: ids only) leaves the tokenizer out of what is traced and saved.
         self.preprocessor = None if not text else (
             preprocessor if preprocessor is not None else getattr(model, "preprocessor", None))
@@ -181,9 +181,14 @@ class ServingModule(tf.Module):
             text_spec = {k: tf.TensorSpec((None,), tf.string, name=k) for k in self.text_names}
             self.text = tf.function(self._text, input_signature=[text_spec])
 
+    @property
+    def model(self):
+        return self._untracked.model
+
     def _text(self, texts):
         parts = tuple(utf8_or_replaced(texts[k]) for k in self.text_names)
-        return self._named(task_outputs(self.model, self.preprocessor(parts if len(parts) == 2 else parts[0])))
+        ids = self.preprocessor(parts if len(parts) == 2 else parts[0])
+        return self.ids({k: tf.cast(ids[k], tf.int32) for k in ID_NAMES})
 
     def _named(self, outputs):
         if self.class_names is None:
@@ -195,3 +200,10 @@ class ServingModule(tf.Module):
         ids = self.ids.get_concrete_function()
         default = self.text.get_concrete_function() if self.preprocessor is not None else ids
         return {"serving_default": default, "serving_ids": ids}
+
+
+class _Untracked:
+    """Holds the Keras model out of the SavedModel's object graph (see `ServingModule`)."""
+
+    def __init__(self, model):
+        self.model = model

@@ -84,8 +84,7 @@ def export_tflite(model, path, quantization=None, preprocessor=None, representat
     if text and quantization == "int8":
         raise ValueError("quantization='int8' calibrates the ids signature only: export with text=False and "
                          "tokenize in the app, or use 'dynamic_int8' for a text-in file.")
-    module = TFLiteTextModule(model, preprocessor, pair) if text else ServingModule(model, text=False,
-                                                                                    track_variables=True)
+    module = TFLiteTextModule(model, preprocessor, pair) if text else ServingModule(model, text=False)
     signatures = module.signatures() if text else {"serving_ids": module.ids.get_concrete_function()}
     with tempfile.TemporaryDirectory() as tmp:
         tf.saved_model.save(module, tmp, signatures=signatures)

@@ -62,7 +62,7 @@ class TFLiteTextModule(ServingModule):
     """
 
     def __init__(self, model, preprocessor=None, pair=None):
-        super().__init__(model, preprocessor, pair, text=True, track_variables=True)
+        super().__init__(model, preprocessor, pair, text=True)
         if self.preprocessor is None:
             raise ValueError(
                 "A text-in TFLite file needs a preprocessor: pass preprocessor= or a model built with one."

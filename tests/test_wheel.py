@@ -35,14 +35,15 @@ def test_the_wheel_runs_the_quickstart_outside_the_source_tree(tmp_path):
     run(str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel))
     work = tmp_path / "elsewhere"
     work.mkdir()
-    where = run(str(python), "-c", "import keras_bert_lib, keras_bert_cli, keras_bert_commands; "
-                "print(keras_bert_lib.__file__)", cwd=work)
+    # Where the package comes from, and the first 33 of its packaged training reviews (one process).
+    where, *rows = run(str(python), "-c", "import keras_bert_lib, keras_bert_cli, keras_bert_commands; "
+                       "from keras_bert_lib.data import movie_reviews; print(keras_bert_lib.__file__); "
+                       "print(open(movie_reviews()['train'], encoding='utf-8').read())", cwd=work).splitlines()
     assert where.strip().startswith(str(target)), where
     assert "--validation" in run(str(console), "quickstart", "--help", cwd=work)
     # The published recipe (recipes/quickstart.toml, as tests/runs/test_recipes.py runs the others)
     # on 33 of the packaged training reviews: the held-out file is the packaged one.
-    rows = run(str(python), "-c", "from keras_bert_lib.data import movie_reviews; "
-               "print(open(movie_reviews()['train'], encoding='utf-8').read())", cwd=work).splitlines()[:34]
+    rows = rows[:34]
     (work / "train.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
     out = run(str(console), "quickstart", "--recipe", str(ROOT / "recipes" / "quickstart.toml"), "--train",
               "train.csv", "--epochs", "1", "--formats", "saved_model", cwd=work)

@@ -1,5 +1,7 @@
 """What an exported model computes: each task's named outputs, on the id tensors and on raw strings."""
 
+import types
+
 import numpy as np
 import tensorflow as tf
 
@@ -167,7 +169,7 @@ class ServingModule(tf.Module):
     def __init__(self, model, preprocessor=None, pair=None, text=True, class_names=False):
         super().__init__(name="serving")
         output_names(model)
-        self._untracked = _Untracked(model)
+        self._untracked = types.SimpleNamespace(model=model)  # out of the object graph: not tracked
         names = getattr(model, "class_names", None) if class_names and isinstance(model, TextClassifier) else None
         self.class_names = tf.constant([str(n) for n in names]) if names and model.num_classes > 1 else None
         self.model_variables = [getattr(v, "value", v) for v in model.weights]  # each tf.Variable once
@@ -183,6 +185,7 @@ class ServingModule(tf.Module):
 
     @property
     def model(self):
+        """The Keras model the signatures run (not part of what a SavedModel stores)."""
         return self._untracked.model
 
     def _text(self, texts):
@@ -200,10 +203,3 @@ class ServingModule(tf.Module):
         ids = self.ids.get_concrete_function()
         default = self.text.get_concrete_function() if self.preprocessor is not None else ids
         return {"serving_default": default, "serving_ids": ids}
-
-
-class _Untracked:
-    """Holds the Keras model out of the SavedModel's object graph (see `ServingModule`)."""
-
-    def __init__(self, model):
-        self.model = model

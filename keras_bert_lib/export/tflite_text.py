@@ -77,9 +77,7 @@ class TFLiteTextModule(ServingModule):
                              t.cls_id, t.sep_id, t.pad_id, p.truncate, p.padding, p.pad_to_multiple_of)
 
     def _text(self, texts):
-        from keras_bert_lib.export.signatures import task_outputs
-
-        return task_outputs(self.model, self._tokenize(texts))
+        return self.ids(self._tokenize(texts))
 
     def signatures(self):
         """{"serving_default": strings → outputs, "serving_ids": ids → outputs, "tokenize": strings → ids}."""

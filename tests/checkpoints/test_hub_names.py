@@ -106,14 +106,15 @@ def test_only_weights_config_and_vocabulary_are_fetched():
 @pytest.mark.slow
 def test_keras_bert_embed_takes_the_id(cache, tmp_path):
     """The command line reads HF_HUB_CACHE and HF_HUB_OFFLINE as huggingface_hub does."""
+    from keras_bert_lib.cli import main
+
     texts = tmp_path / "texts.txt"
     texts.write_text("a first line\nand a second one\n")
     env = {**os.environ, "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
     done = subprocess.run([sys.executable, "-m", "keras_bert_lib.cli", "embed", REPO, str(texts), "--output",
                            str(tmp_path / "id.npy")], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    from keras_bert_lib.cli import main  # the folder's embeddings, in this process
-
+    # The folder's embeddings, in this process.
     assert main(["embed", str(gt.get_model_path()), str(texts), "--output", str(tmp_path / "folder.npy")]) == 0
     by_id, by_folder = np.load(tmp_path / "id.npy"), np.load(tmp_path / "folder.npy")
     assert by_id.shape == (2, 384)

@@ -50,3 +50,5 @@ def test_train_on_batch_steps_one_optimizer_whose_moments_it_keeps():
     for _ in range(3):
         model.train_on_batch(_batch(4), np.array([0, 1, 0, 1]))
     assert model.optimizer is optimizer and int(optimizer.iterations) == 3
+    moments = [v for v in optimizer.variables if v.path.endswith("_momentum")]
+    assert moments and all(np.any(np.asarray(v)) for v in moments)  # every weight's first moment has moved

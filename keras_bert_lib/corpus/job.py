@@ -12,6 +12,7 @@ from keras_bert_lib.corpus.outputs import ShardedOutput, finished, output_format
 from keras_bert_lib.file_checks import check_writable_folder, fingerprint
 from keras_bert_lib.output_lock import output_lock
 from keras_bert_lib.progress import progress_bar
+from keras_bert_lib.training.callbacks import KeepInterrupts
 
 logger = logging.getLogger(__name__)
 
@@ -96,16 +97,19 @@ def _run(loaded, files, output, job, text_column, text_pair_column, id_column, s
     start, seen, errors = time.perf_counter(), 0, 0
     try:
         first = min(to_do, default=shards)
-        for index, chunk in enumerate(read_chunks(files, wanted, shard_size, skip=first * shard_size), start=first):
-            if index not in to_do:
-                continue
-            rows = _predict_chunk(loaded, roles, columns, id_column, chunk)
-            errors += sum("error" in r for r in rows)
-            out.write(index, rows)
-            seen += len(chunk)
-            if bar:
-                bar.update(min((shards - len(to_do)) * shard_size + seen, total),
-                           [("texts/s", seen / max(time.perf_counter() - start, 1e-9))])
+        with KeepInterrupts(at_once=True) as keep:  # a Ctrl-C stops here, or at the shard's end if swallowed
+            for index, chunk in enumerate(read_chunks(files, wanted, shard_size, skip=first * shard_size),
+                                          start=first):
+                if index not in to_do:
+                    continue
+                rows = _predict_chunk(loaded, roles, columns, id_column, chunk)
+                errors += sum("error" in r for r in rows)
+                out.write(index, rows)
+                seen += len(chunk)
+                if bar:
+                    bar.update(min((shards - len(to_do)) * shard_size + seen, total),
+                               [("texts/s", seen / max(time.perf_counter() - start, 1e-9))])
+                keep.check()
         out.finish(total)
     except OSError as e:  # a full disk, a folder that went away: the finished shards stay
         where = f" writing {e.filename}" if e.filename else ""

@@ -129,7 +129,9 @@ class KeepInterrupts(keras.callbacks.Callback):
     Inside `with KeepInterrupts() as keep:` (in the main thread) the first SIGINT only sets a
     flag, and an interrupt that Python swallowed anyway is noted through `sys.unraisablehook`; the
     callback raises KeyboardInterrupt at the end of the next batch (training or held-out) or epoch,
-    or when the block ends. A second Ctrl-C raises at once.
+    or when the block ends. A second Ctrl-C raises at once. Work outside `fit` that may stop
+    anywhere (a corpus job, whose shards are written whole) takes `at_once=True`: the first Ctrl-C
+    raises where it lands, and `keep.check()` raises one that Python swallowed.
 
     Example:
         ```python
@@ -142,9 +144,9 @@ class KeepInterrupts(keras.callbacks.Callback):
         ```
     """
 
-    def __init__(self):
+    def __init__(self, at_once=False):
         super().__init__()
-        self.swallowed, self._previous_hook, self._previous_handler = False, None, None
+        self.at_once, self.swallowed, self._previous_hook, self._previous_handler = at_once, False, None, None
 
     def __enter__(self):
         self.swallowed = False
@@ -159,12 +161,12 @@ class KeepInterrupts(keras.callbacks.Callback):
             signal.signal(signal.SIGINT, self._previous_handler)
             self._previous_handler = None
         if exc_type is None:
-            self._raise_swallowed()  # a Ctrl-C after the last batch: the caller still hears it
+            self.check()  # a Ctrl-C after the last batch: the caller still hears it
 
     def _sigint(self, signum, frame):
-        if self.swallowed:  # the second Ctrl-C: at once
+        first, self.swallowed = not self.swallowed, True
+        if not first or self.at_once:  # the second Ctrl-C: at once; the flag stays should this one be swallowed
             raise KeyboardInterrupt
-        self.swallowed = True
 
     def _unraisable(self, unraisable):
         if isinstance(unraisable.exc_value, KeyboardInterrupt):
@@ -172,9 +174,11 @@ class KeepInterrupts(keras.callbacks.Callback):
         else:
             self._previous_hook(unraisable)
 
-    def _raise_swallowed(self, *args, **kwargs):
+    def check(self, *args, **kwargs):
+        """Raises KeyboardInterrupt if a Ctrl-C came since the last check (Keras passes a batch's
+        or epoch's arguments, which it ignores)."""
         if self.swallowed:
             self.swallowed = False
             raise KeyboardInterrupt
 
-    on_train_batch_end = on_test_batch_end = on_epoch_end = _raise_swallowed
+    on_train_batch_end = on_test_batch_end = on_epoch_end = check

@@ -1,6 +1,7 @@
-"""Real Ctrl-Cs (SIGINT to the main thread) at batch 2 of a short `fit` inside KeepInterrupts;
-prints one JSON line per run: how many presses, how many batches ended, whether `fit` raised
-KeyboardInterrupt and whether the SIGINT handler was put back.
+"""Real Ctrl-Cs (SIGINT to the main thread) at batch 2 of a short `fit` inside KeepInterrupts
+(and with `at_once=True`, once as it lands and once swallowed where it lands, as C code that
+calls Python can); prints one JSON line per run: how many presses, how many batches ended,
+whether `fit` raised KeyboardInterrupt and whether the SIGINT handler was put back.
 
     python -X faulthandler ctrl_c_run.py
 
@@ -22,33 +23,38 @@ from keras_bert_lib.training.callbacks import KeepInterrupts
 class CtrlCAt(keras.callbacks.Callback):
     """Presses Ctrl-C `presses` times when batch 2 begins; counts the batches that end."""
 
-    def __init__(self, presses):
+    def __init__(self, presses, swallow):
         super().__init__()
-        self.presses, self.ended = presses, 0
+        self.presses, self.swallow, self.ended = presses, swallow, 0
 
     def on_train_batch_begin(self, batch, logs=None):
         if batch == 2:  # signal.pthread_kill runs the Python handler before it returns
             for _ in range(self.presses):
-                signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+                try:
+                    signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+                except KeyboardInterrupt:
+                    if not self.swallow:
+                        raise
 
     def on_train_batch_end(self, batch, logs=None):
         self.ended += 1
 
 
-def run(presses):
+def run(presses, at_once=False, swallow=False):
     model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
     model.compile(loss="mse")
-    counter, keep, before, raised = CtrlCAt(presses), KeepInterrupts(), signal.getsignal(signal.SIGINT), False
+    counter, keep, raised = CtrlCAt(presses, swallow), KeepInterrupts(at_once), False
+    before = signal.getsignal(signal.SIGINT)
     try:
         with keep:
             model.fit(np.ones((10, 1)), np.ones((10, 1)), batch_size=1, epochs=1, callbacks=[counter, keep],
                       verbose=0)
     except KeyboardInterrupt:
         raised = True
-    return {"presses": presses, "ended": counter.ended, "raised": raised,
+    return {"presses": presses, "at_once": at_once, "swallowed": swallow, "ended": counter.ended, "raised": raised,
             "handler_put_back": signal.getsignal(signal.SIGINT) is before}
 
 
 if __name__ == "__main__":
-    for presses in (1, 2):
-        print(json.dumps(run(presses)), flush=True)
+    for presses, at_once, swallow in ((1, False, False), (2, False, False), (1, True, False), (1, True, True)):
+        print(json.dumps(run(presses, at_once, swallow)), flush=True)

@@ -10,11 +10,10 @@ def without_autotune(data):
     Keras makes a new iterator over the held-out data for each epoch's validation pass (and one
     for each `evaluate`), and drops it at the end. With autotuning on, TensorFlow 2.21 then waits
     for the autotuning thread, which sleeps for its optimisation period, a period that doubles
-    while the pipeline runs: measured here, 6.4-10.2 s lost after a 10-13 s pass in most passes,
-    with the processor idle (a fine-tuning run on 2,000 movie reviews lost 6.9-9.6 s in six of
-    seven runs; none in runs with these options). Our pipelines are light next to the model (125
-    tokenized batches of 32 reviews in 0.20-0.23 s with autotuning, 0.20-0.21 s without), so
-    their `AUTOTUNE` maps and prefetches keep TensorFlow's untuned defaults.
+    while the pipeline runs: seconds lost after most passes, with the processor idle, and none with
+    these options. Our pipelines are light next to the model (tokenizing a batch costs the same
+    with autotuning and without), so their `AUTOTUNE` maps and prefetches keep TensorFlow's untuned
+    defaults.
 
     Example:
         ```python

@@ -26,7 +26,7 @@ def export_onnx(model, path, opset=17, optimize=True, quantize=None):
     difference ≤ 1e-4), so a conversion that "succeeds" into an invalid graph is an error here.
 
     tf2onnx converts a function that takes the weights as inputs, which become initializers after
-    (`bert_base`: about 15 s and 3 GB, against 2 minutes and 20 GB for the frozen graph); each Keras
+    (a frozen graph's weights would be copied once per optimiser pass); each Keras
     LayerNormalization becomes one ONNX LayerNormalization (`export.onnx_graph`). With `optimize`,
     ONNX Runtime's transformer optimiser (model type `bert`) fuses each block into Attention,
     BiasGelu and SkipLayerNormalization operators, reported in `fused`, and the same check runs

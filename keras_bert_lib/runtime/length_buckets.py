@@ -144,7 +144,7 @@ class LengthBatches(keras.utils.PyDataset):
 
     def __init__(self, ids, targets, sample_weight, batch_size, multiple=8):
         # Two threads read ahead; with them Keras turns tf.data's autotuning off, whose thread held each
-        # finished pass for up to 7.4 s here (keras_bert_lib.data.pipeline_options).
+        # finished pass for seconds (keras_bert_lib.data.pipeline_options).
         super().__init__(workers=2)
         self.ids, self.targets, self.sample_weight = ids, targets, sample_weight
         self.width = ids["padding_mask"].shape[1]

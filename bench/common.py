@@ -99,6 +99,7 @@ def write_results(script, rows, **extra):
               **extra, "rows": rows}
     with open(path + ".tmp", "w", encoding="utf-8") as f:
         json.dump(record, f, indent=1)
+        f.write("\n")
     os.replace(path + ".tmp", path)
     print(f"wrote {os.path.relpath(path)}")
     return path

@@ -141,6 +141,10 @@ class KeepInterrupts(keras.callbacks.Callback):
         model.compile(loss="mse")
         with KeepInterrupts() as keep:
             model.fit([[1.0]], [[2.0]], callbacks=[keep], verbose=0)
+        with KeepInterrupts(at_once=True) as keep:  # a loop of whole pieces of work
+            for piece in range(3):
+                keep.check()  # raises KeyboardInterrupt if a Ctrl-C was swallowed
+        assert keep.swallowed is False
         ```
     """
 

@@ -136,11 +136,12 @@ class KeepInterrupts(keras.callbacks.Callback):
     Example:
         ```python
         import keras
+        import numpy as np
         from keras_bert_lib.training.callbacks import KeepInterrupts
         model = keras.Sequential([keras.layers.Dense(1)])
         model.compile(loss="mse")
         with KeepInterrupts() as keep:
-            model.fit([[1.0]], [[2.0]], callbacks=[keep], verbose=0)
+            model.fit(np.ones((4, 1)), np.ones((4, 1)), callbacks=[keep], verbose=0)
         with KeepInterrupts(at_once=True) as keep:  # a loop of whole pieces of work
             for piece in range(3):
                 keep.check()  # raises KeyboardInterrupt if a Ctrl-C was swallowed

@@ -37,6 +37,9 @@ from keras_bert_lib.models import (  # noqa: E402
     bert_tiny,
     build_encoder,
     distilbert_base,
+    electra_base,
+    electra_large,
+    electra_small,
     load_checkpoint,
     roberta_base,
     save_checkpoint,
@@ -89,6 +92,9 @@ __all__ = [
     "albert_xxlarge",
     "distilbert_base",
     "roberta_base",
+    "electra_small",
+    "electra_base",
+    "electra_large",
 ]
 
 

@@ -40,6 +40,8 @@ _GOOGLE_IGNORED = {
 }
 
 
+# Families named by `EncoderConfig.family` (None: named by the shape).
+FAMILIES = (None, "electra")
 # HuggingFace model types that are another's architecture: RoBERTa's with its own vocabulary.
 HF_SAME_ARCHITECTURE = {"xlm-roberta": "roberta", "camembert": "roberta"}
 
@@ -49,9 +51,11 @@ class EncoderConfig:
     """The hyper-parameters of one encoder: BERT, ALBERT, DistilBERT or RoBERTa shape.
 
     Every field is named as in Google's `bert_config.json`; ALBERT adds `embedding_size`,
-    `num_hidden_groups` and `inner_group_num`. Three fields have no Google name: RoBERTa's
-    `position_offset` (padding_idx + 1 = 2), `with_pooler` (False for DistilBERT) and
-    `norm_first` (pre-LN blocks).
+    `num_hidden_groups` and `inner_group_num`. Four fields have no Google name: RoBERTa's
+    `position_offset` (padding_idx + 1 = 2), `with_pooler` (False for DistilBERT),
+    `norm_first` (pre-LN blocks) and `family`, which names the family where the shape alone
+    does not: ELECTRA's encoder is BERT's without a pooler (with ALBERT's E → H projection
+    where E < H, but no sharing), and its checkpoints use their own names.
 
     Args:
         vocab_size: int. WordPiece vocabulary size (V).
@@ -72,6 +76,8 @@ class EncoderConfig:
         position_offset: int. First position id (RoBERTa: 2).
         with_pooler: bool. Whether the encoder has the dense+tanh pooler on [CLS].
         norm_first: bool. Pre-LN blocks instead of BERT's post-LN.
+        family: None (the family follows from the shape: bert, albert, distilbert or roberta)
+            or "electra".
 
     Example:
         ```python
@@ -99,6 +105,7 @@ class EncoderConfig:
     position_offset: int = 0
     with_pooler: bool = True
     norm_first: bool = False
+    family: str | None = None
 
     def __post_init__(self):
         for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
@@ -123,6 +130,12 @@ class EncoderConfig:
                 f"position_offset={self.position_offset} leaves no positions in "
                 f"max_position_embeddings={self.max_position_embeddings}."
             )
+        if self.family not in FAMILIES:
+            raise ValueError(f"family={self.family!r} is not one of {FAMILIES}.")
+        if self.family == "electra" and (self.with_pooler or self.position_offset or self.norm_first
+                                         or self.num_hidden_groups is not None or self.inner_group_num != 1):
+            raise ValueError("family='electra' is BERT's encoder without a pooler, sharing or pre-LN: set "
+                             "with_pooler=False, position_offset=0, norm_first=False, num_hidden_groups=None.")
         groups = self.num_groups
         if groups < 1 or self.num_hidden_layers % groups:
             raise ValueError(
@@ -219,10 +232,12 @@ class EncoderConfig:
                 "model would change its outputs there; use config.replace(hidden_act='gelu_tanh') "
                 "or save in the HuggingFace format."
             )
-        if self.position_offset or not self.with_pooler or self.norm_first or not self.type_vocab_size:
-            raise ValueError("Google's format holds BERT and ALBERT shapes only (no RoBERTa/DistilBERT).")
+        if (self.position_offset or not self.with_pooler or self.norm_first or not self.type_vocab_size
+                or self.family):
+            raise ValueError("Google's format holds BERT and ALBERT shapes only (no RoBERTa, DistilBERT or "
+                             "ELECTRA); save in the HuggingFace format.")
         data = self.to_dict()
-        for key in ("position_offset", "with_pooler", "norm_first"):
+        for key in ("position_offset", "with_pooler", "norm_first", "family"):
             data.pop(key)
         data["hidden_act"] = "gelu" if self.hidden_act == "gelu_tanh" else self.hidden_act
         if self.embedding_size is None:
@@ -233,8 +248,8 @@ class EncoderConfig:
     # --- HuggingFace config.json ----------------------------------------------------------
     @classmethod
     def from_hf_json(cls, text_or_path) -> "EncoderConfig":
-        """Reads a HuggingFace `config.json` of model_type bert, albert, distilbert or roberta (XLM-R
-        and CamemBERT are RoBERTa's architecture with other vocabularies)."""
+        """Reads a HuggingFace `config.json` of model_type bert, albert, distilbert, roberta or electra
+        (XLM-R and CamemBERT are RoBERTa's architecture with other vocabularies)."""
         data = _read_json(text_or_path)
         model_type = HF_SAME_ARCHITECTURE.get(data.get("model_type"), data.get("model_type"))
         act_key = "activation" if model_type == "distilbert" else "hidden_act"
@@ -253,15 +268,21 @@ class EncoderConfig:
                 max_position_embeddings=data["max_position_embeddings"], type_vocab_size=0,
                 initializer_range=data["initializer_range"], with_pooler=False,
             )
-        if model_type not in ("bert", "albert", "roberta"):
+        if model_type not in ("bert", "albert", "roberta", "electra"):
             raise ValueError(
-                f"HF model_type={model_type!r}: expected bert, albert, distilbert, roberta or xlm-roberta."
+                f"HF model_type={model_type!r}: expected bert, albert, distilbert, roberta, xlm-roberta or electra."
             )
         if data.get("position_embedding_type", "absolute") != "absolute":
             raise ValueError("Only position_embedding_type='absolute' is supported.")
         fields = {f.name for f in dataclasses.fields(cls)} - {"hidden_act"}
         kwargs = {k: data[k] for k in fields if k in data}
-        kwargs.pop("position_offset", None)
+        for key in ("position_offset", "family", "with_pooler", "norm_first"):
+            kwargs.pop(key, None)
+        if model_type == "electra":  # BERT's encoder, no pooler; the projection only where E < H
+            kwargs.pop("num_hidden_groups", None), kwargs.pop("inner_group_num", None)
+            if kwargs.get("embedding_size") == kwargs.get("hidden_size", cls.hidden_size):
+                kwargs["embedding_size"] = None
+            kwargs.update(with_pooler=False, family="electra")
         if model_type == "roberta":
             kwargs["position_offset"] = data.get("pad_token_id", 1) + 1
         if model_type == "albert":
@@ -284,12 +305,14 @@ class EncoderConfig:
             }
         else:
             data = self.to_dict()
-            for key in ("position_offset", "with_pooler", "norm_first"):
+            for key in ("position_offset", "with_pooler", "norm_first", "family"):
                 data.pop(key)
             data["hidden_act"] = act
             if model_type != "albert":
                 for key in ("embedding_size", "num_hidden_groups", "inner_group_num"):
                     data.pop(key)
+            if model_type == "electra":
+                data["embedding_size"] = self.embedding_size or self.hidden_size
             if model_type == "roberta":
                 data["pad_token_id"] = self.position_offset - 1
         data["model_type"] = model_type
@@ -297,7 +320,9 @@ class EncoderConfig:
 
     @property
     def hf_model_type(self) -> str:
-        """The HuggingFace model_type this shape corresponds to."""
+        """The HuggingFace model_type this shape corresponds to (or `family`, where it is set)."""
+        if self.family:
+            return self.family
         if self.norm_first:
             raise ValueError("HuggingFace's BERT family has no pre-LN model; norm_first=True has no HF type.")
         if not self.type_vocab_size and not self.with_pooler:
@@ -347,4 +372,10 @@ PRESETS: dict[str, EncoderConfig] = {
     "distilbert_base": EncoderConfig(num_hidden_layers=6, type_vocab_size=0, with_pooler=False),  # 66,362,880
     "roberta_base": EncoderConfig(vocab_size=50265, max_position_embeddings=514, type_vocab_size=1,
                                   layer_norm_eps=1e-5, position_offset=2),  # 124,645,632
+    # ELECTRA's discriminators (Clark et al. 2020): BERT's encoder, no pooler; Small factorises
+    # its embedding (E=128 < H=256) as ALBERT does, without sharing blocks.
+    "electra_small": EncoderConfig(hidden_size=256, num_attention_heads=4, intermediate_size=1024,
+                                   embedding_size=128, with_pooler=False, family="electra"),  # 13,483,008
+    "electra_base": EncoderConfig(with_pooler=False, family="electra"),  # 108,891,648
+    "electra_large": _bert(24, 1024).replace(with_pooler=False, family="electra"),  # 334,092,288
 }

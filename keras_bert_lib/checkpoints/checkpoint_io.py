@@ -23,7 +23,8 @@ logger = logging.getLogger(__name__)
 # Fields that fix the weights' shapes: a preset and a checkpoint must agree on all of them.
 SHAPE_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
                 "intermediate_size", "max_position_embeddings", "type_vocab_size", "embedding_size",
-                "num_hidden_groups", "inner_group_num", "position_offset", "with_pooler", "norm_first")
+                "num_hidden_groups", "inner_group_num", "position_offset", "with_pooler", "norm_first",
+                "family")
 FORMATS = ("hf", "tf1")
 
 

@@ -95,6 +95,11 @@ HF_ALBERT_EXTRA = [
     ("pooler/kernel", "pooler.weight", TRANSPOSE),
     ("pooler/bias", "pooler.bias", KEEP),
 ]
+# ELECTRA's E → H projection (Small: 128 → 256): after the embeddings' LayerNorm, as ALBERT's.
+HF_ELECTRA_PROJECTION = [
+    ("embedding_projection/kernel", "embeddings_project.weight", TRANSPOSE),
+    ("embedding_projection/bias", "embeddings_project.bias", KEEP),
+]
 _B = "encoder.layer.{i}."
 HF_BERT_BLOCK = [
     ("{block}/attention/query/kernel", _B + "attention.self.query.weight", TRANSPOSE),
@@ -179,6 +184,17 @@ HF_HEADS = {
         ("mlm_head/layer_norm/beta", "lm_head.layer_norm.bias", KEEP),
         ("mlm_head/output_bias", "lm_head.bias", KEEP),
     ],
+    "electra": [  # the generator's MLM head (ElectraForMaskedLM), the discriminator's (ElectraForPreTraining)
+        ("mlm_head/transform/kernel", "generator_predictions.dense.weight", TRANSPOSE),
+        ("mlm_head/transform/bias", "generator_predictions.dense.bias", KEEP),
+        ("mlm_head/layer_norm/gamma", "generator_predictions.LayerNorm.weight", KEEP),
+        ("mlm_head/layer_norm/beta", "generator_predictions.LayerNorm.bias", KEEP),
+        ("mlm_head/output_bias", "generator_lm_head.bias", KEEP),
+        ("rtd_head/dense/kernel", "discriminator_predictions.dense.weight", TRANSPOSE),
+        ("rtd_head/dense/bias", "discriminator_predictions.dense.bias", KEEP),
+        ("rtd_head/prediction/kernel", "discriminator_predictions.dense_prediction.weight", TRANSPOSE),
+        ("rtd_head/prediction/bias", "discriminator_predictions.dense_prediction.bias", KEEP),
+    ],
     "distilbert": [
         ("mlm_head/transform/kernel", "vocab_transform.weight", TRANSPOSE),
         ("mlm_head/transform/bias", "vocab_transform.bias", KEEP),
@@ -188,10 +204,12 @@ HF_HEADS = {
     ],
 }
 HF_BLOCKS = {"bert": HF_BERT_BLOCK, "roberta": HF_BERT_BLOCK, "albert": HF_ALBERT_BLOCK,
-             "distilbert": HF_DISTILBERT_BLOCK}
+             "distilbert": HF_DISTILBERT_BLOCK, "electra": HF_BERT_BLOCK}
 HF_TOP = {"bert": HF_EMBEDDINGS + HF_BERT_POOLER, "roberta": HF_EMBEDDINGS + HF_BERT_POOLER,
-          "albert": HF_EMBEDDINGS + HF_ALBERT_EXTRA, "distilbert": HF_EMBEDDINGS}
-HF_PREFIX = {"bert": "bert.", "albert": "albert.", "roberta": "roberta.", "distilbert": "distilbert."}
+          "albert": HF_EMBEDDINGS + HF_ALBERT_EXTRA, "distilbert": HF_EMBEDDINGS,
+          "electra": HF_EMBEDDINGS + HF_ELECTRA_PROJECTION}
+HF_PREFIX = {"bert": "bert.", "albert": "albert.", "roberta": "roberta.", "distilbert": "distilbert.",
+             "electra": "electra."}
 # Tensors a tied or buffer-holding model stores besides its weights: name -> the tensor it must
 # equal (None for buffers that hold no weights).
 HF_TIED_OR_BUFFERS = {
@@ -204,6 +222,7 @@ HF_TIED_OR_BUFFERS = {
     "lm_head.decoder.weight": "embeddings.word_embeddings.weight",
     "lm_head.decoder.bias": "lm_head.bias",
     "vocab_projector.weight": "embeddings.word_embeddings.weight",
+    "generator_lm_head.weight": "embeddings.word_embeddings.weight",
 }
 # Fine-tuning heads of *ForSequenceClassification, *ForTokenClassification and
 # *ForQuestionAnswering checkpoints: left out with a warning, like Google's above.
@@ -216,11 +235,13 @@ HF_CLASSIFIER = [
     ("classifier/dense/bias", "classifier.bias", KEEP),
 ]
 HF_CLASSIFIER_ARCHITECTURE = {"bert": "BertForSequenceClassification", "albert": "AlbertForSequenceClassification"}
-HF_ARCHITECTURE = {  # (encoder only, with heads and a sentence task, with an MLM head only)
+# (encoder only, with heads and a sentence task (ELECTRA: the discriminator's head), with an MLM head only)
+HF_ARCHITECTURE = {
     "bert": ("BertModel", "BertForPreTraining", "BertForMaskedLM"),
     "albert": ("AlbertModel", "AlbertForPreTraining", "AlbertForMaskedLM"),
     "roberta": ("RobertaModel", None, "RobertaForMaskedLM"),
     "distilbert": ("DistilBertModel", None, "DistilBertForMaskedLM"),
+    "electra": ("ElectraModel", "ElectraForPreTraining", "ElectraForMaskedLM"),
 }
 
 

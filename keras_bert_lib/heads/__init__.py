@@ -3,6 +3,7 @@
 from keras_bert_lib.heads.classification_head import ClassificationHead
 from keras_bert_lib.heads.masked_lm_head import MaskedLMHead
 from keras_bert_lib.heads.pooling import Pooling
+from keras_bert_lib.heads.replaced_token_head import ReplacedTokenHead
 from keras_bert_lib.heads.sentence_pair_head import SentencePairHead
 from keras_bert_lib.heads.span_head import SpanHead
 from keras_bert_lib.heads.token_classification_head import TokenClassificationHead
@@ -11,6 +12,7 @@ __all__ = [
     "ClassificationHead",
     "MaskedLMHead",
     "Pooling",
+    "ReplacedTokenHead",
     "SentencePairHead",
     "SpanHead",
     "TokenClassificationHead",

@@ -16,6 +16,9 @@ from keras_bert_lib.models.factories import (
     bert_tiny,
     build_encoder,
     distilbert_base,
+    electra_base,
+    electra_large,
+    electra_small,
     roberta_base,
 )
 from keras_bert_lib.models.model_file import save_model_file
@@ -41,4 +44,7 @@ __all__ = [
     "albert_xxlarge",
     "distilbert_base",
     "roberta_base",
+    "electra_small",
+    "electra_base",
+    "electra_large",
 ]

@@ -13,6 +13,7 @@ from keras_bert_lib.checkpoints import (
     write_checkpoint,
 )
 from keras_bert_lib.models.encoder import BertEncoder
+from keras_bert_lib.pretraining.electra import ElectraDiscriminator
 from keras_bert_lib.pretraining.pretrainer import BertPretrainer
 
 logger = logging.getLogger(__name__)
@@ -25,8 +26,8 @@ def load_checkpoint(path, with_heads=False, **overrides):
     """Builds the encoder a checkpoint describes and loads its weights, strictly.
 
     Google TF1 (`bert_config.json` or `albert_config.json` with `*.ckpt*.index`) and HuggingFace
-    (`config.json` with `model.safetensors`: BERT, ALBERT, DistilBERT, RoBERTa, with or without
-    pre-training heads) are read. Every tensor in the file is used or is a known leftover
+    (`config.json` with `model.safetensors`: BERT, ALBERT, DistilBERT, RoBERTa, ELECTRA, with or
+    without pre-training heads) are read. Every tensor in the file is used or is a known leftover
     (optimizer slots, `global_step`, position-id buffers, tied decoder copies, a fine-tuning head,
     which is named in a warning), every model weight is assigned, and any mismatch fails before a
     single weight is written, naming the file, the tensor and both shapes. A checkpoint without
@@ -35,12 +36,14 @@ def load_checkpoint(path, with_heads=False, **overrides):
     Args:
         path: a checkpoint folder, a TF1 checkpoint prefix, or a `.safetensors` file.
         with_heads: return a `BertPretrainer` whose MLM and NSP/SOP heads are loaded where the
-            checkpoint has them (heads it lacks keep their random initialisation, with a warning).
+            checkpoint has them (heads it lacks keep their random initialisation, with a warning);
+            for ELECTRA, an `ElectraDiscriminator` (`ElectraForPreTraining`), or the generator as a
+            `BertPretrainer` with its MLM head (`ElectraForMaskedLM`).
         **overrides: `EncoderConfig` fields that do not change a weight's shape (`hidden_act`,
             the dropouts, `layer_norm_eps`, `initializer_range`), and `output_hidden_states`,
             `output_attentions`, `dtype`, `name`.
     Returns:
-        `BertEncoder`, or `BertPretrainer` with `with_heads=True`.
+        `BertEncoder`, or with `with_heads=True` a `BertPretrainer` (or `ElectraDiscriminator`).
     Raises:
         CheckpointError: a tensor missing, unknown, or of the wrong shape.
         ValueError: no checkpoint at `path`, a format this library does not read, or an override
@@ -102,9 +105,17 @@ def build_from_checkpoint(checkpoint, with_heads=False, overrides=None, expected
     encoder_rows, head_rows = checkpoint.rows(task)
 
     encoder = BertEncoder(config, **options)
-    model = BertPretrainer(encoder, sentence_task=task) if with_heads else encoder
     rows = encoder_rows
-    if with_heads:
+    if with_heads and config.family == "electra" and not has_mlm:  # the discriminator (ElectraForPreTraining)
+        model = ElectraDiscriminator(encoder)
+        rows = encoder_rows + [r for r in head_rows if r[0].startswith("rtd_head/")]
+        if not checkpoint.has_tensors("rtd_head/"):
+            logger.warning("%s has no discriminator head; it keeps its random initialisation.", checkpoint.source)
+    elif with_heads:
+        model = BertPretrainer(encoder, sentence_task=task)
+    else:
+        model = encoder
+    if with_heads and not isinstance(model, ElectraDiscriminator):
         rows = encoder_rows + [r for r in head_rows if (has_mlm if r[0].startswith("mlm_head/") else has_task)]
         if not has_mlm or (task and not has_task):
             logger.warning("%s has no %s; it keeps its random initialisation.", checkpoint.source,
@@ -119,7 +130,8 @@ def save_checkpoint(model, path, format="hf"):
     """Writes an encoder, a pretrainer or a task model as a HuggingFace or Google TF1 checkpoint.
 
     `format="hf"`: `model.safetensors` + `config.json` (BertModel/AlbertModel/DistilBertModel/
-    RobertaModel names, or *ForPreTraining / *ForMaskedLM names for a `BertPretrainer`); the tied
+    RobertaModel/ElectraModel names, or *ForPreTraining / *ForMaskedLM names for a `BertPretrainer`,
+    ElectraForPreTraining for an `ElectraDiscriminator`); the tied
     MLM decoder matrix is not stored, as transformers 5 does. A `TextClassifier` on the [CLS]
     pooler, or a `CrossEncoder`, of a BERT or ALBERT encoder is written as
     `BertForSequenceClassification` / `AlbertForSequenceClassification` with its `id2label` (one
@@ -130,7 +142,8 @@ def save_checkpoint(model, path, format="hf"):
     temporary folder first and then moved into `path`, so a failure leaves what was there untouched.
 
     Args:
-        model: a `BertEncoder`, `BertPretrainer`, `TextClassifier`, `CrossEncoder` or `SentenceEmbedder`.
+        model: a `BertEncoder`, `BertPretrainer`, `ElectraDiscriminator`, `TextClassifier`, `CrossEncoder`
+            or `SentenceEmbedder`.
         path: the folder to write (created if missing).
         format: "hf" or "tf1".
     Example:
@@ -142,7 +155,7 @@ def save_checkpoint(model, path, format="hf"):
         encoder = load_checkpoint(folder)
         ```
     """
-    pretrainer = model if isinstance(model, BertPretrainer) else None
+    pretrainer = model if isinstance(model, (BertPretrainer, ElectraDiscriminator)) else None
     class_names = None
     if hasattr(model, "checkpoint_class_names"):  # a task model (tasks/task_model.py)
         class_names = model.checkpoint_class_names()
@@ -151,9 +164,11 @@ def save_checkpoint(model, path, format="hf"):
         encoder = pretrainer.encoder if pretrainer else model
     if not isinstance(encoder, BertEncoder):
         raise ValueError(
-            f"save_checkpoint takes a BertEncoder, BertPretrainer or task model, not {type(model).__name__}."
+            f"save_checkpoint takes a BertEncoder, BertPretrainer, ElectraDiscriminator or task model, "
+            f"not {type(model).__name__}."
         )
     weights = {w.path: np.asarray(w) for w in (model.weights if pretrainer or class_names else encoder.weights)}
     write_checkpoint(weights, encoder.config, path, format,
-                     task=pretrainer.sentence_task if pretrainer else None, with_heads=pretrainer is not None,
+                     task=getattr(pretrainer, "sentence_task", "rtd") if pretrainer else None,
+                     with_heads=pretrainer is not None,
                      class_names=class_names)

@@ -194,8 +194,47 @@ def roberta_base(*, weights=None, **overrides) -> keras.Model:
     return _factory("roberta_base", weights, overrides)
 
 
+def electra_small(*, weights=None, **overrides) -> keras.Model:
+    """ELECTRA-Small's discriminator (Clark et al. 2020): L=12, H=256, A=4, E=128 projected to H,
+    no pooler; 13.5M parameters.
+
+    Example:
+        ```python
+        from keras_bert_lib import electra_small
+        encoder = electra_small(num_hidden_layers=2)
+        encoder.get_layer("embedding_projection").kernel.shape   # (128, 256)
+        ```
+    """
+    return _factory("electra_small", weights, overrides)
+
+
+def electra_base(*, weights=None, **overrides) -> keras.Model:
+    """ELECTRA-Base's discriminator: BERT-Base's encoder without a pooler; 109M parameters.
+
+    Example:
+        ```python
+        from keras_bert_lib import electra_base
+        encoder = electra_base(num_hidden_layers=2)
+        sorted(encoder.output)   # ['sequence_output']
+        ```
+    """
+    return _factory("electra_base", weights, overrides)
+
+
+def electra_large(*, weights=None, **overrides) -> keras.Model:
+    """ELECTRA-Large's discriminator: BERT-Large's encoder without a pooler; 334M parameters.
+
+    Example:
+        ```python
+        from keras_bert_lib import electra_large
+        encoder = electra_large(num_hidden_layers=1)
+        ```
+    """
+    return _factory("electra_large", weights, overrides)
+
+
 def _shape(config):
-    family = "albert" if config.embedding_size is not None else "bert"
+    family = config.family or ("albert" if config.embedding_size is not None else "bert")
     return family, config.num_hidden_layers, config.hidden_size, config.num_attention_heads
 
 

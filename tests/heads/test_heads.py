@@ -7,6 +7,7 @@ from keras_bert_lib.heads import (
     ClassificationHead,
     MaskedLMHead,
     Pooling,
+    ReplacedTokenHead,
     SentencePairHead,
     SpanHead,
     TokenClassificationHead,
@@ -42,6 +43,9 @@ SPECS = {
         cls=TokenClassificationHead, init_kwargs=dict(num_labels=5, dropout=0.3, initializer_range=0.1),
         inputs={"x": X}, expected_output_shape=(2, 6, 5), expected_num_trainable_weights=2,
         output_dtype="float32", stochastic=True),
+    "replaced_token": harness.LayerSpec(
+        cls=ReplacedTokenHead, init_kwargs=dict(hidden_act="gelu_tanh", initializer_range=0.1), inputs={"x": X},
+        expected_output_shape=(2, 6), expected_num_trainable_weights=4, output_dtype="float32"),
     "pooling": harness.LayerSpec(
         cls=Pooling, init_kwargs=dict(mode="mean", normalize=True), inputs={"x": X},
         padding_mask=MASK, expected_output_shape=(2, 8), expected_num_trainable_weights=0,
@@ -70,6 +74,16 @@ def test_masked_lm_logits_are_tied_and_gathered():
     ref = h @ np.asarray(table.embeddings).T + np.arange(20)
     np.testing.assert_allclose(logits, ref, atol=1e-4)
     assert head.token_embedding is table
+
+
+def test_replaced_token_logits_are_a_dense_layer_then_one_output_per_token():
+    """logit_t = gelu(x_t·W + b)·w + c (transformers' ElectraDiscriminatorPredictions)."""
+    head = ReplacedTokenHead(hidden_act="gelu", initializer_range=0.5)
+    logits = np.asarray(head(X))
+    h = numpy_bert.gelu(X @ np.asarray(head.dense.kernel) + np.asarray(head.dense.bias))
+    ref = (h @ np.asarray(head.prediction.kernel) + np.asarray(head.prediction.bias))[..., 0]
+    np.testing.assert_allclose(logits, ref, atol=1e-5)
+    assert logits.shape == (2, 6) and np.std(logits) > 0.1
 
 
 def test_span_head_never_points_at_padding():

@@ -144,3 +144,18 @@ def test_electra_is_refused_where_its_names_do_not_exist(tmp_path):
         config.replace(with_pooler=True)
     with pytest.raises(ValueError, match="family='bart' is not one of"):
         EncoderConfig(family="bart")
+
+
+@pytest.mark.slow
+def test_an_electra_classifier_exports_to_every_format_with_keras_outputs(tmp_path):
+    """SavedModel, TFLite, ONNX and OpenVINO from an ELECTRA classifier with a factorised
+    embedding: the parity table's cosine to Keras and label agreement."""
+    from keras_bert_lib import TextClassifier
+    from keras_bert_lib.export import export_all, parity_report
+    from keras_bert_lib.export.signatures import check_batch
+
+    classifier = TextClassifier(kb.electra_small(**TINY, type_vocab_size=2), num_classes=3)
+    exported = export_all(classifier, tmp_path, formats=["saved_model", "tflite", "onnx", "openvino"])
+    rows = parity_report(classifier, exported, check_batch(classifier))
+    assert [r["artefact"] for r in rows][1:] == ["saved_model", "tflite", "onnx", "openvino"], rows
+    assert all(r["cosine"] > 0.999 and r["agreement"] == 1.0 for r in rows[1:]), rows

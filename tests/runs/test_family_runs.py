@@ -1,5 +1,6 @@
-"""RoBERTa's and ALBERT's families from the command line, on raw text: a small random checkpoint
-with a vocabulary learned here (byte-level BPE; SentencePiece unigram) fine-tunes on the movie
+"""RoBERTa's, ALBERT's and ELECTRA's families from the command line, on raw text: a small random
+checkpoint with a vocabulary learned here (byte-level BPE; SentencePiece unigram; WordPiece, with
+ELECTRA's factorised embedding) fine-tunes on the movie
 reviews, exports a SavedModel on raw strings that matches Keras, and answers through
 `keras-bert serve` as the saved model does."""
 
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.slow
 TEXTS = ["A wonderful, warm film.", "Dull and ``long''  —  I'd skip it.", "Café society, naïvely told"]
 
 
-@pytest.mark.parametrize("family", ["roberta", "albert"])
+@pytest.mark.parametrize("family", ["roberta", "albert", "electra"])
 def test_a_family_fine_tunes_exports_and_serves_on_raw_text(family, few_reviews, tmp_path):
     import keras
     import tensorflow as tf
@@ -41,7 +42,7 @@ def test_a_family_fine_tunes_exports_and_serves_on_raw_text(family, few_reviews,
     got = served.signatures["serving_default"](text=tf.constant(TEXTS))["probabilities"].numpy()
     assert np.max(np.abs(got - want)) < 1e-5
     assert (exported / "saved_model" / "1" / "assets" /
-            ("vocab.json" if family == "roberta" else "spiece.model")).is_file()
+            {"roberta": "vocab.json", "albert": "spiece.model", "electra": "vocab.txt"}[family]).is_file()
 
     with running_server([f"reviews={exported / 'saved_model'}"], str(tmp_path)) as (url, _):
         status, body = call(url, "POST", "/v1/models/reviews:predict", {"instances": TEXTS})

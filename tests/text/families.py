@@ -82,9 +82,21 @@ def roberta_tokenizer(folder):
     return RobertaTokenizer(vocab=vocab, merges=merges)
 
 
+def wordpiece_tokenizer(folder):
+    """A WordPiece vocabulary learned by `tokenizers` (uncased, BERT's rules) as vocab.txt, read by
+    transformers' ElectraTokenizerFast."""
+    from tokenizers import BertWordPieceTokenizer
+    from transformers import ElectraTokenizerFast
+
+    learner = BertWordPieceTokenizer(lowercase=True)
+    learner.train_from_iterator(training_lines(), vocab_size=900, min_frequency=2, show_progress=False)
+    learner.save_model(str(folder))
+    return ElectraTokenizerFast.from_pretrained(str(folder), do_lower_case=True)
+
+
 def random_model(kind, vocab_size, seed=0):
-    """A small transformers model of `kind` ("albert", "roberta", "xlm-roberta", "bert"), every
-    weight drawn at random so each matters."""
+    """A small transformers model of `kind` ("albert", "roberta", "xlm-roberta", "bert", "electra"),
+    every weight drawn at random so each matters."""
     import torch
     import transformers
 
@@ -96,7 +108,9 @@ def random_model(kind, vocab_size, seed=0):
                                                             pad_token_id=1),
               "xlm-roberta": lambda: transformers.XLMRobertaConfig(**small, max_position_embeddings=130,
                                                                    type_vocab_size=1, pad_token_id=1),
-              "bert": lambda: transformers.BertConfig(**small, max_position_embeddings=128, pad_token_id=1)}[kind]()
+              "bert": lambda: transformers.BertConfig(**small, max_position_embeddings=128, pad_token_id=1),
+              "electra": lambda: transformers.ElectraConfig(**small, embedding_size=8, max_position_embeddings=128),
+              }[kind]()
     torch.manual_seed(seed)
     model = transformers.AutoModel.from_config(config).eval()
     with torch.no_grad():
@@ -106,8 +120,8 @@ def random_model(kind, vocab_size, seed=0):
 
 
 def make_folder(folder, family):
-    """A checkpoint folder of `family` ("albert", "xlm-roberta", "roberta", "bert+xlmr": a BERT model
-    behind XLM-R's tokenizer, as paraphrase-multilingual-MiniLM-L12-v2); returns (HF tokenizer, model)."""
+    """A checkpoint folder of `family` ("albert", "xlm-roberta", "roberta", "electra", "bert+xlmr": a BERT
+    model behind XLM-R's tokenizer, as paraphrase-multilingual-MiniLM-L12-v2); returns (HF tokenizer, model)."""
     os.makedirs(folder, exist_ok=True)
     if family == "albert":
         data = sentencepiece_model("unigram", albert=True)
@@ -117,6 +131,8 @@ def make_folder(folder, family):
         data = sentencepiece_model("bpe" if family == "xlm-roberta" else "unigram", albert=False)
         (folder / "sentencepiece.bpe.model").write_bytes(data)
         tokenizer = xlmr_tokenizer(data)
+    elif family == "electra":
+        tokenizer = wordpiece_tokenizer(folder)
     else:
         tokenizer = roberta_tokenizer(folder)
     tokenizer.save_pretrained(str(folder))

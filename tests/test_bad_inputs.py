@@ -44,6 +44,8 @@ CLI = [  # (what, argv: DIR is the test's folder, the words the answer names)
     ("a dropout that is not a probability", "pretrain --dropout 1.5", "--dropout 1.5 is outside [0, 1)"),
     ("a negative learning rate", "pretrain --learning-rate -0.001", "--learning-rate -0.001 is outside (0, inf)"),
     ("no room for a pair of sentences", "pretrain --max-seq-length 2", "--max-seq-length 2 is outside [5, inf)"),
+    ("a preset without a pooler, for NSP", "pretrain --preset electra_small",
+     "--preset electra_small has no pooler, so it cannot learn NSP"),
     ("an empty corpus", "pretrain --corpus DIR/empty.txt", "holds 0 documents"),
     ("a corpus of one document", "pretrain --corpus DIR/one_document.txt", "holds 1 document"),
     ("a run folder another process writes", "pretrain --corpus DIR/corpus.txt --output-dir DIR/locked",

@@ -103,6 +103,10 @@ class PretrainConfig(LoopConfig):
         super().__post_init__()
         if self.max_ngram < 1 or self.dupe_factor < 1:
             raise ValueError("max_ngram and dupe_factor must be at least 1.")
+        if not PRESETS[self.preset].with_pooler:  # before a vocabulary is learned for nothing
+            raise ValueError(f"--preset {self.preset} has no pooler, so it cannot learn {self.sentence_task.upper()}, "
+                             "and pre-training without a sentence task is not built yet: pre-train a BERT, ALBERT or "
+                             "RoBERTa preset, or fine-tune a checkpoint of this one.")
         bad = [p for p in self.phases if not isinstance(p, dict) or set(p) - {f.name for f in dataclasses.fields(self)}]
         if bad:
             raise ValueError(f"phases must be dicts of PretrainConfig fields; these are not: {bad}.")

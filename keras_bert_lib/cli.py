@@ -172,6 +172,14 @@ def _pretrain(args):
         return report
     held, base = report["held_out"], report["baselines"]
     print(f"\nheld-out ({report['eval_instances']} instances after {report['steps']} steps):")
+    if config.objective == "rtd":
+        print(f"  replaced-token detection: AUC {held['replaced_auc']:.3f} (chance 0.5), accuracy "
+              f"{held['rtd_accuracy']:.3f}; of its 'replaced' calls {held['replaced_precision']:.3f} right "
+              f"(tokens replaced: {held['replaced_rate']:.3f}), recall {held['replaced_recall']:.3f}")
+        print(f"  generator MLM accuracy {held['mlm_accuracy']:.3f}  (most-frequent-token baseline "
+              f"{base['mlm_most_frequent_token']:.3f})")
+        print(f"curves: {config.output_dir}/curves.png   report: {config.output_dir}/report.json")
+        return 0
     ratio = held["mlm_logits_accuracy"] / max(base["mlm_most_frequent_token"], 1e-9)
     print(f"  MLM accuracy {held['mlm_logits_accuracy']:.3f}  (most-frequent-token baseline "
           f"{base['mlm_most_frequent_token']:.3f}, x{ratio:.1f})")

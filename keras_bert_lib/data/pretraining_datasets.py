@@ -61,7 +61,8 @@ def build_pretraining_datasets(files, tokenizer, *, max_seq_length=128, max_pred
         tokenizer: a `WordPieceTokenizer`.
         max_seq_length, max_predictions, masked_lm_prob, short_seq_prob, dupe_factor: Google's
             create_pretraining_data.py flags.
-        sentence_task: "nsp" (BERT) or "sop" (ALBERT).
+        sentence_task: "nsp" (BERT), "sop" (ALBERT), or None: masked LM alone, each instance one
+            segment of whole sentences (RoBERTa's); its batches have no `nsp_logits`.
         whole_word_masking: bool. Mask all pieces of a word together.
         max_ngram: int. ALBERT's n-gram masking up to this n (1: single units).
         batch_size: int. Training batches have exactly this size (static shapes for XLA).
@@ -111,7 +112,8 @@ def build_pretraining_datasets(files, tokenizer, *, max_seq_length=128, max_pred
         starts = ~tf.gather(continuation, features["token_ids"]) if whole_word_masking else None
         inputs, y, w = mask_tokens(features, tokenizer.vocabulary_size(), tokenizer.mask_id, specials,
                                    max_predictions, masked_lm_prob, word_starts=starts, max_ngram=max_ngram)
-        y["nsp_logits"], w["nsp_logits"] = labels, tf.ones_like(labels, tf.float32)
+        if sentence_task:
+            y["nsp_logits"], w["nsp_logits"] = labels, tf.ones_like(labels, tf.float32)
         return inputs, y, w
 
     slices = tf.data.Dataset.from_tensor_slices(_features_and_labels(train_arrays))
@@ -127,6 +129,8 @@ def build_pretraining_datasets(files, tokenizer, *, max_seq_length=128, max_pred
                    "sentence_task": sentence_task, "whole_word_masking": whole_word_masking, "max_ngram": max_ngram,
                    "eval_fraction": eval_fraction, "seed": seed, "num_shards": num_shards, "compression": compression}
         train = _static_masking(static_records, made_by, slices, masked, continuation, batch_size, seed)
+        if not sentence_task:  # Google's records always hold next_sentence_labels
+            train = train.map(lambda x, y, w: (x, {"mlm_logits": y["mlm_logits"]}, {"mlm_logits": w["mlm_logits"]}))
     held_out = _fixed_masks(eval_arrays, masked, batch_size, seed, n_eval)
     stats = {"train_instances": len(train_arrays["labels"]), "eval_instances": len(eval_arrays["labels"]),
              "documents": len(documents)}
@@ -178,7 +182,7 @@ def _static_masking(folder, made_by, instances, masked, continuation, batch_size
 
 
 def _baselines(train_arrays, held_out, tokenizer):
-    """Most-frequent-token MLM accuracy and always-IsNext NSP accuracy on the held-out set."""
+    """Most-frequent-token MLM accuracy and (with a sentence task) always-IsNext accuracy, held out."""
     ids = train_arrays["token_ids"][train_arrays["padding_mask"].astype(bool)]
     counts = np.bincount(ids, minlength=tokenizer.vocabulary_size())
     counts[tokenizer.special_ids] = 0  # never predict a special token
@@ -186,8 +190,11 @@ def _baselines(train_arrays, held_out, tokenizer):
     labels, weights, nsp = [], [], []
     for _, y, w in held_out:
         labels.append(y["mlm_logits"].numpy()), weights.append(w["mlm_logits"].numpy())
-        nsp.append(y["nsp_logits"].numpy())
+        if "nsp_logits" in y:
+            nsp.append(y["nsp_logits"].numpy())
     labels, weights = np.concatenate(labels), np.concatenate(weights)
     mlm = float(((labels == most_frequent) * weights).sum() / weights.sum())
-    return {"mlm_most_frequent_token": mlm, "most_frequent_token_id": most_frequent,
-            "nsp_always_is_next": float(np.mean(np.concatenate(nsp) == 0))}
+    baselines = {"mlm_most_frequent_token": mlm, "most_frequent_token_id": most_frequent}
+    if nsp:  # with a sentence task
+        baselines["nsp_always_is_next"] = float(np.mean(np.concatenate(nsp) == 0))
+    return baselines

@@ -9,7 +9,7 @@ import numpy as np
 from keras_bert_lib.file_checks import open_text
 from keras_bert_lib.progress import progress_bar
 
-SENTENCE_TASKS = ("nsp", "sop")
+SENTENCE_TASKS = ("nsp", "sop", None)  # None: masked LM alone, one segment of whole sentences (RoBERTa's)
 
 
 def read_documents(paths):
@@ -156,7 +156,8 @@ def create_instances(documents, max_seq_length=128, short_seq_prob=0.1, sentence
         documents: list of documents, each a list of id arrays (see `tokenize_documents`).
         max_seq_length: int. Tokens per instance with [CLS] and two [SEP].
         short_seq_prob: float. Probability of a shorter target length.
-        sentence_task: "nsp" or "sop".
+        sentence_task: "nsp", "sop", or None: no sentence task, each instance one segment A of
+            whole consecutive sentences of one document (RoBERTa's DOC-SENTENCES), B empty.
         dupe_factor: int. Passes over the data (each pass draws other cuts and pairs).
         seed: int. Makes the instances reproducible.
     Returns:
@@ -185,6 +186,8 @@ def create_instances(documents, max_seq_length=128, short_seq_prob=0.1, sentence
 
 
 def _from_document(documents, index, max_seq_length, short_seq_prob, task, rng):
+    if task is None:
+        return _single_segments(documents[index], max_seq_length - 2, short_seq_prob, rng)
     document = documents[index]
     max_tokens = max_seq_length - 3
     new_target = lambda: rng.randint(2, max_tokens) if rng.random() < short_seq_prob else max_tokens  # noqa: E731
@@ -212,6 +215,21 @@ def _from_document(documents, index, max_seq_length, short_seq_prob, task, rng):
     return instances
 
 
+def _single_segments(document, max_tokens, short_seq_prob, rng):
+    """One segment per instance: consecutive sentences up to the target length (a longer one is cut
+    at its end), as RoBERTa's DOC-SENTENCES; no B and no label."""
+    new_target = lambda: rng.randint(2, max_tokens) if rng.random() < short_seq_prob else max_tokens  # noqa: E731
+    instances, chunk, length, target = [], [], 0, new_target()
+    for i, sentence in enumerate(document):
+        chunk.append(sentence)
+        length += len(sentence)
+        if length >= target or i == len(document) - 1:
+            tokens = np.concatenate(chunk)[:target]
+            instances.append(Instance(tokens, tokens[:0], 0))
+            chunk, length, target = [], 0, new_target()
+    return instances
+
+
 def _random_segment(documents, index, target, rng):
     """Whole sentences of another document from a random start, up to `target` tokens."""
     other = index
@@ -230,8 +248,9 @@ def _random_segment(documents, index, target, rng):
 def pack_instances(instances, max_seq_length, cls_id, sep_id, pad_id=0, packing="bert"):
     """Instances → numpy arrays `token_ids`, `segment_ids`, `padding_mask` (N, T) and `labels` (N,):
     `[CLS] A [SEP] B [SEP]` with segments 0/1, or with `packing="roberta"` `<s> A </s></s> B </s>`
-    in one segment (RoBERTa's). An instance longer than the row (RoBERTa's extra `</s>`) loses
-    tokens from the end of its longer segment, as `create_instances` trims.
+    in one segment (RoBERTa's); an instance with no B is `[CLS] A [SEP]` (`<s> A </s>`). An
+    instance longer than the row (RoBERTa's extra `</s>`) loses tokens from the end of its longer
+    segment, as `create_instances` trims.
 
     Example:
         ```python
@@ -247,11 +266,11 @@ def pack_instances(instances, max_seq_length, cls_id, sep_id, pad_id=0, packing=
     mask = np.zeros((n, max_seq_length), "int32")
     for row, inst in enumerate(instances):
         a, b = list(inst.tokens_a), list(inst.tokens_b)
-        if packing == "roberta":
+        if packing == "roberta" and b:
             while len(a) + len(b) + 4 > max_seq_length:  # one more separator than BERT's 3
                 (a if len(a) > len(b) else b).pop()
-        middle = [sep_id, sep_id] if packing == "roberta" else [sep_id]
-        tokens = np.concatenate([[cls_id], a, middle, b, [sep_id]]).astype("int32")
+        middle = ([sep_id, sep_id] if packing == "roberta" else [sep_id]) + b if b else []
+        tokens = np.concatenate([[cls_id], a, middle, [sep_id]]).astype("int32")
         if len(tokens) > max_seq_length:
             raise ValueError(f"instance {row} has {len(tokens)} tokens > max_seq_length={max_seq_length}.")
         ids[row, :len(tokens)] = tokens

@@ -16,7 +16,8 @@ from keras_bert_lib.data import build_pretraining_datasets
 from keras_bert_lib.data.pretraining_instances import check_documents
 from keras_bert_lib.file_checks import check_utf8
 from keras_bert_lib.models import build_encoder, save_checkpoint, save_model_file
-from keras_bert_lib.pretraining import BertPretrainer
+from keras_bert_lib.pretraining import BertPretrainer, ElectraDiscriminator, ElectraPretrainer
+from keras_bert_lib.pretraining.electra_pretrainer import generator_config
 from keras_bert_lib.text import (
     BytePairTokenizer,
     SentencePieceTokenizer,
@@ -75,8 +76,13 @@ class PretrainConfig(LoopConfig):
     attention_dropout: float | None = option(None, "attention-probability dropout alone ('none': as --dropout); "
                                                    "0 lets training steps run fused attention kernels on GPUs",
                                              within="[0, 1)")
-    sentence_task: str = option("nsp", "next-sentence (BERT) or sentence-order (ALBERT) prediction",
-                                choices=("nsp", "sop"))
+    objective: str = option("mlm", "'mlm': masked LM (with --sentence-task); 'rtd': ELECTRA's replaced-token "
+                                   "detection, a generator 1/4 the preset's width and the preset as discriminator "
+                                   "(with --sentence-task none)", choices=("mlm", "rtd"))
+    sentence_task: str | None = option("nsp", "next-sentence (BERT) or sentence-order (ALBERT) prediction; 'none': "
+                                              "masked LM alone, one segment of whole sentences (RoBERTa's; the "
+                                              "presets without a pooler, and --objective rtd)",
+                                       choices=("nsp", "sop", None))
     max_seq_length: int = option(64, "tokens per instance, [CLS] and [SEP]s included", within="[5, inf)")
     max_predictions: int = option(10, "masked positions per instance (P)")
     masked_lm_prob: float = option(0.15, "share of tokens chosen for masked LM", within="(0, 1]")
@@ -103,10 +109,17 @@ class PretrainConfig(LoopConfig):
         super().__post_init__()
         if self.max_ngram < 1 or self.dupe_factor < 1:
             raise ValueError("max_ngram and dupe_factor must be at least 1.")
-        if not PRESETS[self.preset].with_pooler:  # before a vocabulary is learned for nothing
-            raise ValueError(f"--preset {self.preset} has no pooler, so it cannot learn {self.sentence_task.upper()}, "
-                             "and pre-training without a sentence task is not built yet: pre-train a BERT, ALBERT or "
-                             "RoBERTa preset, or fine-tune a checkpoint of this one.")
+        # Before a vocabulary is learned for nothing:
+        if self.sentence_task and (self.objective == "rtd" or not PRESETS[self.preset].with_pooler):
+            why = ("--objective rtd learns from every token, without a sentence task" if self.objective == "rtd"
+                   else f"--preset {self.preset} has no pooler, so it cannot learn {self.sentence_task.upper()}")
+            raise ValueError(f"{why}: pass --sentence-task none.")
+        preset = PRESETS[self.preset]
+        if self.objective == "rtd" and (preset.num_hidden_groups is not None or preset.position_offset
+                                        or not preset.type_vocab_size):
+            raise ValueError(f"--objective rtd trains an ELECTRA discriminator of BERT's shape; --preset "
+                             f"{self.preset} is not (ALBERT, RoBERTa or DistilBERT): use electra_small, "
+                             "electra_base, electra_large or a BERT preset.")
         bad = [p for p in self.phases if not isinstance(p, dict) or set(p) - {f.name for f in dataclasses.fields(self)}]
         if bad:
             raise ValueError(f"phases must be dicts of PretrainConfig fields; these are not: {bad}.")
@@ -165,8 +178,15 @@ def _pretrain(config):
         num_shards=config.num_shards, compression=config.compression)
 
     def build():
-        encoder = build_encoder(encoder_config(config, tokenizer.vocabulary_size()), dtype=config.dtype)
-        pretrainer = BertPretrainer(encoder, sentence_task=config.sentence_task)
+        shape = encoder_config(config, tokenizer.vocabulary_size())
+        if config.objective == "rtd":  # ELECTRA: the preset as the discriminator, a narrower generator
+            shape = shape.replace(with_pooler=False, family="electra")
+            generator = BertPretrainer(build_encoder(generator_config(shape), dtype=config.dtype, name="generator"),
+                                       sentence_task=None)
+            pretrainer = ElectraPretrainer(generator, ElectraDiscriminator(build_encoder(shape, dtype=config.dtype)),
+                                           seed=config.seed)
+        else:
+            pretrainer = BertPretrainer(build_encoder(shape, dtype=config.dtype), sentence_task=config.sentence_task)
         if config.init_checkpoint:
             try:
                 pretrainer.load_weights(config.init_checkpoint)
@@ -177,9 +197,10 @@ def _pretrain(config):
                     f"the preset, vocabulary and sentence task of the run that wrote it. Keras said: {e}") from None
         return pretrainer
 
-    pretrainer, held_out = train(config, build, data.train, data.held_out, baselines={
-        "most-frequent-token": data.baselines["mlm_most_frequent_token"],
-        "always IsNext": data.baselines["nsp_always_is_next"]})
+    baselines = {"most-frequent-token": data.baselines["mlm_most_frequent_token"]}
+    if config.sentence_task:
+        baselines["always IsNext"] = data.baselines["nsp_always_is_next"]
+    pretrainer, held_out = train(config, build, data.train, data.held_out, baselines=baselines)
     report = {"held_out": held_out, "baselines": data.baselines, **data.stats,
               "steps": int(pretrainer.optimizer.iterations.numpy())}
     save_model_file(pretrainer, os.path.join(config.output_dir, "pretrainer.keras"))
@@ -188,7 +209,11 @@ def _pretrain(config):
     os.replace(partial, os.path.join(config.output_dir, "pretrainer.weights.h5"))
     if config.dtype == "float32":
         export = os.path.join(config.output_dir, "export")
-        save_checkpoint(pretrainer, export, format="hf")
+        if config.objective == "rtd":  # the discriminator (what one fine-tunes), its generator beside
+            save_checkpoint(pretrainer.discriminator, export, format="hf")
+            save_checkpoint(pretrainer.generator, os.path.join(export, "generator"), format="hf")
+        else:
+            save_checkpoint(pretrainer, export, format="hf")
         tokenizer.save_assets(export)  # vocab.txt, spiece.model, or vocab.json + merges.txt
         settings = {"bert": {"do_lower_case": config.lowercase, "tokenizer_class": "BertTokenizer"},
                     "albert": {"do_lower_case": config.lowercase, "keep_accents": not config.lowercase,

@@ -28,7 +28,8 @@ COMMANDS = ("pretrain", "finetune", "distill", "quickstart")
 
 def load_recipe(path, command, config_class, task=None):
     """The config fields a recipe sets, checked against `config_class` ({field: value}; for runs
-    with a `strategy` field the recipe's strategy is among them). Raises a ValueError naming the
+    with a `strategy` field the recipe's strategy is among them; "none" gives None where the field
+    takes it, as on the command line). Raises a ValueError naming the
     file and the fix: a recipe for another command (or, with `task`, another fine-tuning task), a
     missing source or strategy, a field the run does not have.
 
@@ -67,6 +68,8 @@ def load_recipe(path, command, config_class, task=None):
         name = f"{command} {task}" if task else command
         raise ValueError(f"{path} sets {unknown}, which `keras-bert {name}` does not have (its fields: "
                          f"{', '.join(sorted(fields))}).")
+    optional = {f.name for f in dataclasses.fields(config_class) if "None" in str(f.type)}
+    values = {k: None if k in optional and v == "none" else v for k, v in values.items()}  # TOML has no null
     if "strategy" in fields:
         values.setdefault("strategy", recipe["strategy"])
     return values

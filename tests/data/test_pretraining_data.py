@@ -153,3 +153,32 @@ def test_albert_ngram_and_whole_word_masking_run_inside_the_tf_data_pipeline(tin
     assert (now == tokenizer.mask_id).any()
     # Keras drops its held-out iterator each epoch: tf.data's autotuning thread must not hold it (pipeline_options)
     assert not data.train.options().autotune.enabled and not data.held_out.options().autotune.enabled
+
+
+def test_without_a_sentence_task_each_instance_is_whole_consecutive_sentences_of_one_document(documents):
+    """RoBERTa's DOC-SENTENCES: one segment, no B, no label; every instance is a run of one
+    document's token stream, within max_seq_length - 2 ([CLS] and [SEP])."""
+    instances = create_instances(documents[:120], max_seq_length=48, sentence_task=None, seed=3)
+    streams = [np.concatenate(d).astype("int32") for d in documents[:120]]
+    assert len(instances) > 150
+    assert all(len(i.tokens_b) == 0 and i.label == 0 and 0 < len(i.tokens_a) <= 46 for i in instances)
+    assert np.mean([len(i.tokens_a) for i in instances]) > 30  # filled up to the target, not one sentence each
+    for inst in instances[:300]:
+        assert any(_starts(s, inst.tokens_a.astype("int32")) for s in streams), "not a run of one document"
+    packed = pack_instances(instances[:2], 48, cls_id=101, sep_id=102)
+    n = len(instances[0].tokens_a)
+    assert packed["token_ids"][0, 0] == 101 and packed["token_ids"][0, n + 1] == 102
+    assert packed["padding_mask"][0].sum() == n + 2 and not packed["segment_ids"].any()
+    roberta = pack_instances(instances[:1], 48, cls_id=0, sep_id=2, pad_id=1, packing="roberta")
+    assert roberta["token_ids"][0, n + 1] == 2 and roberta["padding_mask"][0].sum() == n + 2
+
+
+def test_masked_lm_alone_gives_batches_and_baselines_without_a_sentence_label(tiny_corpus, tokenizer):
+    from keras_bert_lib.data import build_pretraining_datasets
+
+    data = build_pretraining_datasets([tiny_corpus], tokenizer, max_seq_length=32, max_predictions=5, batch_size=4,
+                                      sentence_task=None, dupe_factor=1, eval_fraction=0.2, verbose=False)
+    for batches in (data.train, data.held_out):
+        inputs, labels, weights = next(iter(batches))
+        assert set(labels) == set(weights) == {"mlm_logits"} and inputs["masked_positions"].shape[1] == 5
+    assert set(data.baselines) == {"mlm_most_frequent_token", "most_frequent_token_id"}

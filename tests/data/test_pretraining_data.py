@@ -173,6 +173,7 @@ def test_without_a_sentence_task_each_instance_is_whole_consecutive_sentences_of
     assert roberta["token_ids"][0, n + 1] == 2 and roberta["padding_mask"][0].sum() == n + 2
 
 
+@pytest.mark.slow
 def test_masked_lm_alone_gives_batches_and_baselines_without_a_sentence_label(tiny_corpus, tokenizer):
     from keras_bert_lib.data import build_pretraining_datasets
 

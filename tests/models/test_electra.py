@@ -82,6 +82,7 @@ def _gap(a, b, real=MASK.astype(bool)):
     return float(np.max(np.abs(np.asarray(a)[real] - np.asarray(b)[real])))
 
 
+@pytest.mark.slow
 def test_a_transformers_discriminator_loads_and_saves_back_with_equal_outputs(tmp_path):
     hf = _randomised(transformers.ElectraForPreTraining)
     hf.save_pretrained(tmp_path / "hf")

@@ -131,7 +131,9 @@ class KeepInterrupts(keras.callbacks.Callback):
     callback raises KeyboardInterrupt at the end of the next batch (training or held-out) or epoch,
     or when the block ends. A second Ctrl-C raises at once. Work outside `fit` that may stop
     anywhere (a corpus job, whose shards are written whole) takes `at_once=True`: the first Ctrl-C
-    raises where it lands, and `keep.check()` raises one that Python swallowed.
+    raises where it lands, and `keep.check()` raises one that Python swallowed. Where library code
+    caught the interrupt and failed otherwise (Keras' `ops.shape` catches everything, and the
+    shape it leaves fails later), the block ends with KeyboardInterrupt, not that error.
 
     Example:
         ```python
@@ -160,13 +162,16 @@ class KeepInterrupts(keras.callbacks.Callback):
             self._previous_handler = signal.signal(signal.SIGINT, self._sigint)
         return self
 
-    def __exit__(self, exc_type, *exc):
+    def __exit__(self, exc_type, exc, traceback):
         sys.unraisablehook = self._previous_hook
         if self._previous_handler is not None:
             signal.signal(signal.SIGINT, self._previous_handler)
             self._previous_handler = None
         if exc_type is None:
             self.check()  # a Ctrl-C after the last batch: the caller still hears it
+        elif self.swallowed and not issubclass(exc_type, KeyboardInterrupt):
+            self.swallowed = False  # a Ctrl-C that code caught and turned into another error
+            raise KeyboardInterrupt from exc
 
     def _sigint(self, signum, frame):
         first, self.swallowed = not self.swallowed, True

@@ -105,7 +105,7 @@ def build_from_checkpoint(checkpoint, with_heads=False, overrides=None, expected
     encoder_rows, head_rows = checkpoint.rows(task)
 
     encoder = BertEncoder(config, **options)
-    rows = encoder_rows
+    model, rows = encoder, encoder_rows
     if with_heads and config.family == "electra" and not has_mlm:  # the discriminator (ElectraForPreTraining)
         model = ElectraDiscriminator(encoder)
         rows = encoder_rows + [r for r in head_rows if r[0].startswith("rtd_head/")]
@@ -113,9 +113,6 @@ def build_from_checkpoint(checkpoint, with_heads=False, overrides=None, expected
             logger.warning("%s has no discriminator head; it keeps its random initialisation.", checkpoint.source)
     elif with_heads:
         model = BertPretrainer(encoder, sentence_task=task)
-    else:
-        model = encoder
-    if with_heads and not isinstance(model, ElectraDiscriminator):
         rows = encoder_rows + [r for r in head_rows if (has_mlm if r[0].startswith("mlm_head/") else has_task)]
         if not has_mlm or (task and not has_task):
             logger.warning("%s has no %s; it keeps its random initialisation.", checkpoint.source,
@@ -169,6 +166,7 @@ def save_checkpoint(model, path, format="hf"):
         )
     weights = {w.path: np.asarray(w) for w in (model.weights if pretrainer or class_names else encoder.weights)}
     write_checkpoint(weights, encoder.config, path, format,
-                     task=getattr(pretrainer, "sentence_task", "rtd") if pretrainer else None,
+                     task=("rtd" if isinstance(pretrainer, ElectraDiscriminator) else pretrainer.sentence_task)
+                     if pretrainer else None,
                      with_heads=pretrainer is not None,
                      class_names=class_names)

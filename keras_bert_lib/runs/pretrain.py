@@ -226,7 +226,7 @@ def _pretrain(config):
 
 def _family(preset):
     """The preset's family decides its vocabulary: SentencePiece for ALBERT, byte-level BPE for
-    RoBERTa, WordPiece for the rest (BERT, DistilBERT)."""
+    RoBERTa, WordPiece for the rest (BERT, DistilBERT, ELECTRA)."""
     return "albert" if preset.startswith("albert") else "roberta" if preset.startswith("roberta") else "bert"
 
 

@@ -41,6 +41,8 @@ from keras_bert_lib.models import (  # noqa: E402
     electra_large,
     electra_small,
     load_checkpoint,
+    modernbert_base,
+    modernbert_large,
     roberta_base,
     save_checkpoint,
 )
@@ -95,6 +97,8 @@ __all__ = [
     "electra_small",
     "electra_base",
     "electra_large",
+    "modernbert_base",
+    "modernbert_large",
 ]
 
 

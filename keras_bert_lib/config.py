@@ -9,6 +9,7 @@ import json
 import os
 
 from keras_bert_lib.file_checks import read_json
+from keras_bert_lib.modernbert.config import MODERNBERT_PRESETS, ModernBertConfig
 
 # Our activation names. "gelu" is the exact erf form (Devlin et al.; HuggingFace's "gelu");
 # "gelu_tanh" is the tanh approximation (Google's modeling.py "gelu", HuggingFace's "gelu_new").
@@ -269,9 +270,8 @@ class EncoderConfig:
                 initializer_range=data["initializer_range"], with_pooler=False,
             )
         if model_type not in ("bert", "albert", "roberta", "electra"):
-            raise ValueError(
-                f"HF model_type={model_type!r}: expected bert, albert, distilbert, roberta, xlm-roberta or electra."
-            )
+            raise ValueError(f"HF model_type={model_type!r}: expected bert, albert, distilbert, roberta, "
+                             "xlm-roberta, electra or modernbert.")
         if data.get("position_embedding_type", "absolute") != "absolute":
             raise ValueError("Only position_embedding_type='absolute' is supported.")
         fields = {f.name for f in dataclasses.fields(cls)} - {"hidden_act"}
@@ -334,6 +334,22 @@ class EncoderConfig:
         return "bert"
 
 
+def config_from_hf_json(text_or_path):
+    """The config a HuggingFace `config.json` describes: `ModernBertConfig` for model_type
+    modernbert, else `EncoderConfig` (which refuses the types it does not build).
+
+    Example:
+        ```python
+        from keras_bert_lib.config import config_from_hf_json
+        type(config_from_hf_json({"model_type": "modernbert"})).__name__   # 'ModernBertConfig'
+        ```
+    """
+    data = _read_json(text_or_path)
+    if data.get("model_type") == "modernbert":
+        return ModernBertConfig.from_hf_json(data)
+    return EncoderConfig.from_hf_json(data)
+
+
 def _read_json(text_or_path) -> dict:
     if isinstance(text_or_path, dict):
         return text_or_path
@@ -357,8 +373,9 @@ def _albert(layers, hidden, heads):
                          num_hidden_groups=1)
 
 
-# Parameter counts (encoder + pooler, no pre-training heads) of the released checkpoints.
-PRESETS: dict[str, EncoderConfig] = {
+# Parameter counts (encoder + pooler, no pre-training heads) of the released checkpoints; the
+# families with their own blocks bring their own config class (ModernBERT: `ModernBertConfig`).
+PRESETS: dict = {
     "bert_tiny": _bert(2, 128),  # 4,385,920
     "bert_mini": _bert(4, 256),  # 11,170,560
     "bert_small": _bert(4, 512),  # 28,763,648
@@ -378,4 +395,5 @@ PRESETS: dict[str, EncoderConfig] = {
                                    embedding_size=128, with_pooler=False, family="electra"),  # 13,483,008
     "electra_base": EncoderConfig(with_pooler=False, family="electra"),  # 108,891,648
     "electra_large": _bert(24, 1024).replace(with_pooler=False, family="electra"),  # 334,092,288
+    **MODERNBERT_PRESETS,  # modernbert_base 149,014,272, modernbert_large 394,781,696
 }

@@ -7,7 +7,7 @@ import numpy as np
 
 from keras_bert_lib.atomic_write import default_mode
 from keras_bert_lib.checkpoints.lazy_tensors import LazyTensors
-from keras_bert_lib.config import HF_SAME_ARCHITECTURE, EncoderConfig
+from keras_bert_lib.config import HF_SAME_ARCHITECTURE, config_from_hf_json
 from keras_bert_lib.file_checks import read_json
 
 
@@ -44,7 +44,7 @@ def read(config_file, weights_file):
     from safetensors import SafetensorError, safe_open
 
     raw = read_json(config_file)
-    config = EncoderConfig.from_hf_json(raw)
+    config = config_from_hf_json(raw)
     try:
         with safe_open(weights_file, framework="np") as f:
             shapes = {name: f.get_slice(name).get_shape() for name in f.keys()}

@@ -11,6 +11,8 @@ reported as unknown.
 
 import re
 
+from keras_bert_lib.modernbert import checkpoint_names as modernbert
+
 KEEP, TRANSPOSE = "keep", "transpose"
 
 # --- Google TF1 (BERT modeling.py, ALBERT modeling.py, run_pretraining.py) -----------------
@@ -202,14 +204,15 @@ HF_HEADS = {
         ("mlm_head/layer_norm/beta", "vocab_layer_norm.bias", KEEP),
         ("mlm_head/output_bias", "vocab_projector.bias", KEEP),
     ],
+    "modernbert": modernbert.HEADS,
 }
 HF_BLOCKS = {"bert": HF_BERT_BLOCK, "roberta": HF_BERT_BLOCK, "albert": HF_ALBERT_BLOCK,
-             "distilbert": HF_DISTILBERT_BLOCK, "electra": HF_BERT_BLOCK}
+             "distilbert": HF_DISTILBERT_BLOCK, "electra": HF_BERT_BLOCK, "modernbert": modernbert.BLOCK}
 HF_TOP = {"bert": HF_EMBEDDINGS + HF_BERT_POOLER, "roberta": HF_EMBEDDINGS + HF_BERT_POOLER,
           "albert": HF_EMBEDDINGS + HF_ALBERT_EXTRA, "distilbert": HF_EMBEDDINGS,
-          "electra": HF_EMBEDDINGS + HF_ELECTRA_PROJECTION}
+          "electra": HF_EMBEDDINGS + HF_ELECTRA_PROJECTION, "modernbert": modernbert.TOP}
 HF_PREFIX = {"bert": "bert.", "albert": "albert.", "roberta": "roberta.", "distilbert": "distilbert.",
-             "electra": "electra."}
+             "electra": "electra.", "modernbert": modernbert.PREFIX}
 # Tensors a tied or buffer-holding model stores besides its weights: name -> the tensor it must
 # equal (None for buffers that hold no weights).
 HF_TIED_OR_BUFFERS = {
@@ -223,6 +226,7 @@ HF_TIED_OR_BUFFERS = {
     "lm_head.decoder.bias": "lm_head.bias",
     "vocab_projector.weight": "embeddings.word_embeddings.weight",
     "generator_lm_head.weight": "embeddings.word_embeddings.weight",
+    **modernbert.TIED,
 }
 # Fine-tuning heads of *ForSequenceClassification, *ForTokenClassification and
 # *ForQuestionAnswering checkpoints: left out with a warning, like Google's above.
@@ -242,6 +246,7 @@ HF_ARCHITECTURE = {
     "roberta": ("RobertaModel", None, "RobertaForMaskedLM"),
     "distilbert": ("DistilBertModel", None, "DistilBertForMaskedLM"),
     "electra": ("ElectraModel", "ElectraForPreTraining", "ElectraForMaskedLM"),
+    "modernbert": modernbert.ARCHITECTURE,
 }
 
 

@@ -12,7 +12,8 @@ class MaskedLMHead(keras.layers.Layer):
     """logits = LayerNorm(act(gather(x, positions)·W + b))·Eᵀ + bias, only at the masked positions.
 
     The output matrix is the token embedding table E (V × E), tied as in BERT; the head owns the
-    transform (dense H → E, activation, LayerNorm) and a per-token output bias. Gathering the P
+    transform (dense H → E, activation, LayerNorm) and a per-token output bias. ModernBERT's head
+    is the same with no bias in the transform and its LayerNorm (`use_bias=False`). Gathering the P
     masked positions first means the V-wide matmul runs on B·P rows, not B·T. Logits are float32.
 
     Args:
@@ -21,6 +22,7 @@ class MaskedLMHead(keras.layers.Layer):
         hidden_act: str. Transform activation ("gelu", "gelu_tanh", "relu").
         layer_norm_eps: float. Transform LayerNorm epsilon.
         initializer_range: float. Stddev of the transform kernel's initializer.
+        use_bias: bool. The transform's bias and the LayerNorm's shift (False: ModernBERT's).
     Call arguments:
         x: float tensor (B, T, H): the encoder's `sequence_output`.
         masked_positions: int tensor (B, P): indices into T.
@@ -39,7 +41,7 @@ class MaskedLMHead(keras.layers.Layer):
     """
 
     def __init__(self, token_embedding, hidden_act="gelu", layer_norm_eps=1e-12,
-                 initializer_range=0.02, **kwargs):
+                 initializer_range=0.02, use_bias=True, **kwargs):
         super().__init__(**kwargs)
         if isinstance(token_embedding, dict):
             token_embedding = keras.saving.deserialize_keras_object(token_embedding)
@@ -49,13 +51,14 @@ class MaskedLMHead(keras.layers.Layer):
         self.hidden_act = hidden_act
         self.layer_norm_eps = layer_norm_eps
         self.initializer_range = initializer_range
+        self.use_bias = use_bias
         # === Layers ===
         self.transform = keras.layers.Dense(
-            token_embedding.embedding_size, activation=get_activation(hidden_act),
+            token_embedding.embedding_size, activation=get_activation(hidden_act), use_bias=use_bias,
             kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
             name="transform", dtype=self.dtype_policy)
         self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_eps, name="layer_norm", dtype=self.dtype_policy)
+            epsilon=layer_norm_eps, center=use_bias, name="layer_norm", dtype=self.dtype_policy)
 
     def build(self, input_shape):
         if not self.token_embedding.built:
@@ -78,4 +81,4 @@ class MaskedLMHead(keras.layers.Layer):
         return {**super().get_config(),
                 "token_embedding": keras.saving.serialize_keras_object(self.token_embedding),
                 "hidden_act": self.hidden_act, "layer_norm_eps": self.layer_norm_eps,
-                "initializer_range": self.initializer_range}
+                "initializer_range": self.initializer_range, "use_bias": self.use_bias}

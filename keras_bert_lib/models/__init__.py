@@ -19,6 +19,8 @@ from keras_bert_lib.models.factories import (
     electra_base,
     electra_large,
     electra_small,
+    modernbert_base,
+    modernbert_large,
     roberta_base,
 )
 from keras_bert_lib.models.model_file import save_model_file
@@ -47,4 +49,6 @@ __all__ = [
     "electra_small",
     "electra_base",
     "electra_large",
+    "modernbert_base",
+    "modernbert_large",
 ]

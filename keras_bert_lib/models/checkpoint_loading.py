@@ -12,7 +12,8 @@ from keras_bert_lib.checkpoints import (
     read_checkpoint,
     write_checkpoint,
 )
-from keras_bert_lib.models.encoder import BertEncoder
+from keras_bert_lib.models.encoder import BertEncoder, encoder_class
+from keras_bert_lib.modernbert import ModernBertEncoder
 from keras_bert_lib.pretraining.electra import ElectraDiscriminator
 from keras_bert_lib.pretraining.pretrainer import BertPretrainer
 
@@ -85,13 +86,14 @@ def build_from_checkpoint(checkpoint, with_heads=False, overrides=None, expected
     options = {k: overrides.pop(k) for k in ENCODER_OPTIONS if k in overrides}
     config = checkpoint.config
     if expected is not None:
-        differ = [f"{f}: checkpoint {getattr(config, f)!r}, preset {getattr(expected, f)!r}"
-                  for f in SHAPE_FIELDS if f != "with_pooler" and getattr(config, f) != getattr(expected, f)]
+        fields = [f for f in SHAPE_FIELDS if f != "with_pooler"]  # one another family lacks reads None on both sides
+        ours, theirs = ({f: getattr(c, f, None) for f in fields} for c in (config, expected))
+        differ = [f"{f}: checkpoint {ours[f]!r}, preset {theirs[f]!r}" for f in ours if ours[f] != theirs[f]]
         if differ:
             raise ValueError(f"{checkpoint.source} is not this preset's shape ({'; '.join(differ)}). "
                              "Use keras_bert_lib.load_checkpoint(path) to build whatever it holds.")
     else:
-        fixed = {k: v for k, v in overrides.items() if k in SHAPE_FIELDS and v != getattr(config, k)}
+        fixed = {k: v for k, v in overrides.items() if k in SHAPE_FIELDS and v != getattr(config, k, None)}
         if fixed:
             raise ValueError(f"{sorted(fixed)} fix the shapes of {checkpoint.source}'s weights "
                              f"(it has {', '.join(f'{k}={getattr(config, k)!r}' for k in sorted(fixed))}); "
@@ -104,7 +106,7 @@ def build_from_checkpoint(checkpoint, with_heads=False, overrides=None, expected
         task = None  # RoBERTa / DistilBERT / *ForMaskedLM: an MLM head, no sentence head
     encoder_rows, head_rows = checkpoint.rows(task)
 
-    encoder = BertEncoder(config, **options)
+    encoder = encoder_class(config)(config, **options)
     model, rows = encoder, encoder_rows
     if with_heads and config.family == "electra" and not has_mlm:  # the discriminator (ElectraForPreTraining)
         model = ElectraDiscriminator(encoder)
@@ -159,7 +161,7 @@ def save_checkpoint(model, path, format="hf"):
         encoder = model.encoder
     else:
         encoder = pretrainer.encoder if pretrainer else model
-    if not isinstance(encoder, BertEncoder):
+    if not isinstance(encoder, (BertEncoder, ModernBertEncoder)):
         raise ValueError(
             f"save_checkpoint takes a BertEncoder, BertPretrainer, ElectraDiscriminator or task model, "
             f"not {type(model).__name__}."

@@ -14,6 +14,7 @@ from keras_bert_lib.layers import (
     TransformerEncoderBlock,
 )
 from keras_bert_lib.layers.multi_head_self_attention import output_rows
+from keras_bert_lib.modernbert import ModernBertConfig, ModernBertEncoder
 from keras_bert_lib.runtime.entry_points import EntryPoints
 
 ENCODER_FIELDS = tuple(f.name for f in dataclasses.fields(EncoderConfig))
@@ -189,6 +190,20 @@ class BertEncoder(EntryPoints, keras.Model):
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.saving.deserialize_keras_object(config["dtype"])
         return cls(**config)
+
+
+def encoder_class(config):
+    """The encoder class a config builds: `ModernBertEncoder` for a `ModernBertConfig`, else `BertEncoder`.
+
+    Example:
+        ```python
+        from keras_bert_lib import PRESETS
+        from keras_bert_lib.models.encoder import encoder_class
+        encoder_class(PRESETS["modernbert_base"]).__name__, encoder_class(PRESETS["bert_base"]).__name__
+        # ('ModernBertEncoder', 'BertEncoder')
+        ```
+    """
+    return ModernBertEncoder if isinstance(config, ModernBertConfig) else BertEncoder
 
 
 def _forward(parts, config, inputs, training=None, output_range=None, output_hidden_states=False,

@@ -8,11 +8,12 @@ from keras_bert_lib.checkpoints import read_checkpoint
 from keras_bert_lib.checkpoints.hub import known_shape
 from keras_bert_lib.config import PRESETS, EncoderConfig
 from keras_bert_lib.models.checkpoint_loading import ENCODER_OPTIONS, build_from_checkpoint
-from keras_bert_lib.models.encoder import BertEncoder
+from keras_bert_lib.models.encoder import encoder_class
 
 
 def build_encoder(config: EncoderConfig, *, weights=None, **options) -> keras.Model:
-    """A `BertEncoder` for `config`; `options` are `output_hidden_states`, `output_attentions`, `dtype`, `name`.
+    """The encoder for `config`: a `BertEncoder` for an `EncoderConfig`, a `ModernBertEncoder` for a
+    `ModernBertConfig`; `options` are `output_hidden_states`, `output_attentions`, `dtype`, `name`.
 
     With `weights=path` the checkpoint there (Google TF1 or HuggingFace, see `load_checkpoint`)
     must have `config`'s shape, or this fails naming each differing field; the checkpoint's
@@ -27,7 +28,7 @@ def build_encoder(config: EncoderConfig, *, weights=None, **options) -> keras.Mo
     """
     if weights is not None:
         return build_from_checkpoint(read_checkpoint(weights), overrides=options, expected=config)
-    return BertEncoder(config, **options)
+    return encoder_class(config)(config, **options)
 
 
 def _factory(preset, weights, overrides):
@@ -36,7 +37,7 @@ def _factory(preset, weights, overrides):
     if weights is not None:
         _check_known_shape(preset, config, weights)
         return build_from_checkpoint(read_checkpoint(weights), overrides=overrides, expected=config)
-    return BertEncoder(config, **{k: v for k, v in overrides.items() if k in ENCODER_OPTIONS})
+    return encoder_class(config)(config, **{k: v for k, v in overrides.items() if k in ENCODER_OPTIONS})
 
 
 def bert_tiny(*, weights=None, **overrides) -> keras.Model:
@@ -231,6 +232,33 @@ def electra_large(*, weights=None, **overrides) -> keras.Model:
         ```
     """
     return _factory("electra_large", weights, overrides)
+
+
+def modernbert_base(*, weights=None, **overrides) -> keras.Model:
+    """ModernBERT-base (Warner et al. 2024): L=22, H=768, A=12, GeGLU I=1,152, global attention every
+    third layer and a 128-token local window elsewhere, 8,192 positions; 149M parameters.
+
+    `overrides` are `ModernBertConfig` fields or `output_hidden_states`, `output_attentions`, `dtype`.
+
+    Example:
+        ```python
+        from keras_bert_lib import modernbert_base
+        encoder = modernbert_base(num_hidden_layers=3)   # global, local, local
+        ```
+    """
+    return _factory("modernbert_base", weights, overrides)
+
+
+def modernbert_large(*, weights=None, **overrides) -> keras.Model:
+    """ModernBERT-large: L=28, H=1,024, A=16, GeGLU I=2,624; 395M parameters.
+
+    Example:
+        ```python
+        from keras_bert_lib import modernbert_large
+        encoder = modernbert_large(num_hidden_layers=1)
+        ```
+    """
+    return _factory("modernbert_large", weights, overrides)
 
 
 def _shape(config):

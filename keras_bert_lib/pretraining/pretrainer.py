@@ -53,7 +53,8 @@ class BertPretrainer(EntryPoints, keras.Model):
         dtype = encoder.layers_dtype_policy
         # === Layers ===
         mlm_head = MaskedLMHead(encoder.token_embedding, config.hidden_act, config.layer_norm_eps,
-                                config.initializer_range, name="mlm_head", dtype=dtype)
+                                config.initializer_range, use_bias=config.family != "modernbert",  # bias-free
+                                name="mlm_head", dtype=dtype)
         sentence_head = (SentencePairHead(config.initializer_range, name=f"{sentence_task}_head",
                                           dtype=dtype) if sentence_task else None)
         # === Functional graph ===

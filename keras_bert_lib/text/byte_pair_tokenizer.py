@@ -100,6 +100,9 @@ class BytePairTokenizer(TokenRoles, keras.layers.Layer):
             word is tokenized as after a space), as HuggingFace's `add_prefix_space`.
         special_tokens: dict with keys start, end, pad, mask, unk: the tokens of each role.
         packing: "roberta" (`<s> A </s></s> B </s>`, one segment) or "bert" (`[CLS] A [SEP] B [SEP]`).
+        normalization: None, or "NFC" (ModernBERT's `tokenizer.json`): the text is put in Unicode's
+            composed form first. Offsets then count the composed text's characters (the same as
+            the input's for text already composed, as nearly all text is).
     Call arguments:
         inputs: string tensor (B,) or scalar.
     Returns:
@@ -116,9 +119,12 @@ class BytePairTokenizer(TokenRoles, keras.layers.Layer):
     """
 
     def __init__(self, vocabulary=None, merges=None, add_prefix_space=False, special_tokens=None, packing="roberta",
-                 **kwargs):
+                 normalization=None, **kwargs):
         super().__init__(**kwargs)
+        if normalization not in (None, "NFC"):
+            raise ValueError(f"normalization={normalization!r}: byte-level BPE takes None or 'NFC'.")
         self.add_prefix_space = add_prefix_space
+        self.normalization = normalization
         self._text_layer(special_tokens or {"start": "<s>", "end": "</s>", "pad": "<pad>", "mask": "<mask>",
                                             "unk": "<unk>"}, packing)
         self.vocabulary = None  # a .keras file's loader sets it from the assets (load_assets)
@@ -200,6 +206,8 @@ class BytePairTokenizer(TokenRoles, keras.layers.Layer):
     def split(self, texts):
         """GPT-2's pre-tokenization of a (B,) string tensor: a (B, W) RaggedTensor of its pieces."""
         tft = import_tensorflow_text("BytePairTokenizer")
+        if self.normalization:
+            texts = tft.normalize_utf8(texts, self.normalization)
         if self.add_prefix_space:
             texts = tf.where(tf.strings.regex_full_match(texts, " .*"), texts, tf.strings.join([" ", texts]))
         marked = tf.strings.regex_replace(texts, rf"([{_SPACE}])([^{_SPACE}])", _MARK + r"\1\2")
@@ -247,4 +255,4 @@ class BytePairTokenizer(TokenRoles, keras.layers.Layer):
     def get_config(self):
         return {**super().get_config(), "vocabulary": None, "merges": None,  # assets: see save_assets
                 "add_prefix_space": self.add_prefix_space, "special_tokens": self.special_tokens,
-                "packing": self.packing}
+                "packing": self.packing, "normalization": self.normalization}

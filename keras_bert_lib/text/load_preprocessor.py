@@ -5,7 +5,7 @@ import re
 
 from keras_bert_lib.checkpoints import keras_hub_presets
 from keras_bert_lib.checkpoints.hub import resolve_checkpoint
-from keras_bert_lib.config import EncoderConfig
+from keras_bert_lib.config import EncoderConfig, config_from_hf_json
 from keras_bert_lib.file_checks import read_json
 from keras_bert_lib.text.byte_pair_tokenizer import BytePairTokenizer
 from keras_bert_lib.text.preprocessor import BertPreprocessor
@@ -39,7 +39,7 @@ def _encoder_config(folder):
     if keras_hub_presets.is_preset_folder(folder):
         return keras_hub_presets.encoder_config(read_json(hf))[0]
     if os.path.isfile(hf):
-        return EncoderConfig.from_hf_json(read_json(hf))
+        return config_from_hf_json(read_json(hf))
     for name in ("bert_config.json", "albert_config.json"):
         if os.path.isfile(os.path.join(folder, name)):
             return EncoderConfig.from_google_json(os.path.join(folder, name))

@@ -120,15 +120,17 @@ def _from_tokenizer_json(path, data, settings):
     if kind == "BPE" and _steps(data.get("pre_tokenizer"), "ByteLevel"):
         unsupported = [k for k in ("dropout", "continuing_subword_prefix", "end_of_word_suffix", "ignore_merges")
                        if model.get(k)]
-        if unsupported or normalizer:
-            raise ValueError(f"{path}: a byte-level BPE with {unsupported or ['a normalizer']} is not supported.")
+        normalization = (normalizer or {}).get("type")
+        if unsupported or normalization not in (None, "NFC"):
+            raise ValueError(f"{path}: a byte-level BPE with {unsupported or [f'a {normalization} normalizer']} is "
+                             "not supported (it reads none, or ModernBERT's NFC).")
         vocab = dict(model["vocab"])
         for i, token in added.items():
             vocab.setdefault(token["content"], i)
         specials = _special_tokens(settings, set(vocab))
         level = _steps(data.get("pre_tokenizer"), "ByteLevel")[0]
         return BytePairTokenizer(vocab, model["merges"], add_prefix_space=bool(level.get("add_prefix_space")),
-                                 special_tokens=specials, packing=_packing(data, specials))
+                                 special_tokens=specials, packing=_packing(data, specials), normalization=normalization)
     return None
 
 

@@ -94,6 +94,45 @@ def wordpiece_tokenizer(folder):
     return ElectraTokenizerFast.from_pretrained(str(folder), do_lower_case=True)
 
 
+def modernbert_tokenizer(folder):
+    """ModernBERT's kind of tokenizer.json, learned by `tokenizers`: NFC, GPT-2's byte-level BPE,
+    [CLS] A [SEP] (B [SEP]) with BERT's special tokens, read by transformers' fast tokenizer."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"]
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.normalizer = normalizers.NFC()
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.train_from_iterator(training_lines(), trainers.BpeTrainer(
+        vocab_size=900, min_frequency=2, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False))
+    cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, cls_token="[CLS]", sep_token="[SEP]",
+                                   pad_token="[PAD]", mask_token="[MASK]", unk_token="[UNK]")
+
+
+def modernbert_model(vocab_size, seed=0, masked_lm=False):
+    """A small random ModernBERT: 4 layers (global, local, local, global), a window of 4 positions
+    either side (local_attention 8) so that it matters on a review, every weight random."""
+    import torch
+    import transformers
+
+    config = transformers.ModernBertConfig(
+        vocab_size=vocab_size, hidden_size=16, num_hidden_layers=4, num_attention_heads=2, intermediate_size=24,
+        max_position_embeddings=512, local_attention=8, global_attn_every_n_layers=3, pad_token_id=3,
+        bos_token_id=1, eos_token_id=2, cls_token_id=1, sep_token_id=2)
+    torch.manual_seed(seed)
+    model = (transformers.ModernBertForMaskedLM if masked_lm else transformers.ModernBertModel)(config).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0.0, 0.3)
+    return model
+
+
 def random_model(kind, vocab_size, seed=0):
     """A small transformers model of `kind` ("albert", "roberta", "xlm-roberta", "bert", "electra"),
     every weight drawn at random so each matters."""
@@ -120,7 +159,7 @@ def random_model(kind, vocab_size, seed=0):
 
 
 def make_folder(folder, family):
-    """A checkpoint folder of `family` ("albert", "xlm-roberta", "roberta", "electra", "bert+xlmr": a BERT
+    """A checkpoint folder of `family` ("albert", "xlm-roberta", "roberta", "electra", "modernbert", "bert+xlmr": a BERT
     model behind XLM-R's tokenizer, as paraphrase-multilingual-MiniLM-L12-v2); returns (HF tokenizer, model)."""
     os.makedirs(folder, exist_ok=True)
     if family == "albert":
@@ -133,10 +172,13 @@ def make_folder(folder, family):
         tokenizer = xlmr_tokenizer(data)
     elif family == "electra":
         tokenizer = wordpiece_tokenizer(folder)
+    elif family == "modernbert":
+        tokenizer = modernbert_tokenizer(folder)
     else:
         tokenizer = roberta_tokenizer(folder)
     tokenizer.save_pretrained(str(folder))
-    model = random_model(family.split("+")[0], len(tokenizer))
+    model = (modernbert_model(len(tokenizer)) if family == "modernbert"
+             else random_model(family.split("+")[0], len(tokenizer)))
     model.save_pretrained(str(folder))
     return tokenizer, model
 

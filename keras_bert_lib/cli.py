@@ -180,13 +180,15 @@ def _pretrain(args):
               f"{base['mlm_most_frequent_token']:.3f})")
         print(f"curves: {config.output_dir}/curves.png   report: {config.output_dir}/report.json")
         return 0
-    ratio = held["mlm_logits_accuracy"] / max(base["mlm_most_frequent_token"], 1e-9)
-    print(f"  MLM accuracy {held['mlm_logits_accuracy']:.3f}  (most-frequent-token baseline "
+    # Keras names a one-output model's metrics without the output's name (masked LM alone)
+    mlm = {name: held.get(f"mlm_logits_{name}", held.get(name)) for name in ("accuracy", "perplexity")}
+    ratio = mlm["accuracy"] / max(base["mlm_most_frequent_token"], 1e-9)
+    print(f"  MLM accuracy {mlm['accuracy']:.3f}  (most-frequent-token baseline "
           f"{base['mlm_most_frequent_token']:.3f}, x{ratio:.1f})")
     if "nsp_logits_accuracy" in held:
         print(f"  {config.sentence_task.upper()} accuracy {held['nsp_logits_accuracy']:.3f}  "
               f"(always-IsNext baseline {base['nsp_always_is_next']:.3f})")
-    print(f"  MLM perplexity {held['mlm_logits_perplexity']:.1f}")
+    print(f"  MLM perplexity {mlm['perplexity']:.1f}")
     print(f"curves: {config.output_dir}/curves.png   report: {config.output_dir}/report.json")
     return 0
 

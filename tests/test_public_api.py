@@ -18,6 +18,7 @@ from keras_bert_lib import (
     layers,
     metrics,
     models,
+    modernbert,
     pretraining,
     runs,
     runtime,
@@ -28,7 +29,8 @@ from keras_bert_lib import (
 )
 from tests.examples import run_example
 
-CLASSES = [getattr(m, n) for m in (layers, heads, models) for n in m.__all__ if inspect.isclass(getattr(m, n))]
+CLASSES = [getattr(m, n) for m in (layers, heads, models, modernbert) for n in m.__all__
+           if inspect.isclass(getattr(m, n)) and issubclass(getattr(m, n), keras.layers.Layer)]  # not the configs
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
@@ -73,7 +75,7 @@ def test_every_class_has_a_harness_spec(cls):
 
 def _public_objects():
     seen = {}
-    for module in (keras_bert_lib, layers, heads, models, tasks, pretraining, distillation, runtime, checkpoints, text,
+    for module in (keras_bert_lib, layers, heads, models, modernbert, tasks, pretraining, distillation, runtime, checkpoints, text,
                    data, training, runs, metrics, viz,
                    export):
         for name in module.__all__:
@@ -84,7 +86,9 @@ def _public_objects():
     import keras_bert_commands
     from keras_bert_lib import atomic_write, backend_check, cli, file_checks, progress
     from keras_bert_lib.layers import activations, masks
+    from keras_bert_lib.config import config_from_hf_json
     from keras_bert_lib.models import summary
+    from keras_bert_lib.models.encoder import encoder_class
     from keras_bert_lib.text import normalizer, tf_text
     from keras_bert_lib.training import loop
     for fn in (activations.gelu, activations.gelu_tanh, activations.get_activation,
@@ -94,7 +98,8 @@ def _public_objects():
                file_checks.not_utf8_error, file_checks.open_text, file_checks.check_utf8,
                file_checks.check_writable_folder, file_checks.fingerprint, progress.progress_verbose,
                progress.progress_bar, keras_bert_commands.build_parser, keras_bert_cli.main,
-               keras_bert_commands.add_config_flags, keras_bert_commands.positive, summary.summarize):
+               keras_bert_commands.add_config_flags, keras_bert_commands.positive, summary.summarize,
+               config_from_hf_json, encoder_class):
         seen[f"{fn.__module__}.{fn.__name__}"] = fn
     return seen
 

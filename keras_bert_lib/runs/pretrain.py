@@ -115,10 +115,10 @@ class PretrainConfig(LoopConfig):
                    else f"--preset {self.preset} has no pooler, so it cannot learn {self.sentence_task.upper()}")
             raise ValueError(f"{why}: pass --sentence-task none.")
         preset = PRESETS[self.preset]
-        if self.objective == "rtd" and (preset.num_hidden_groups is not None or preset.position_offset
-                                        or not preset.type_vocab_size):
+        if self.objective == "rtd" and (preset.family == "modernbert" or preset.num_hidden_groups is not None
+                                        or preset.position_offset or not preset.type_vocab_size):
             raise ValueError(f"--objective rtd trains an ELECTRA discriminator of BERT's shape; --preset "
-                             f"{self.preset} is not (ALBERT, RoBERTa or DistilBERT): use electra_small, "
+                             f"{self.preset} is not (ALBERT, RoBERTa, DistilBERT or ModernBERT): use electra_small, "
                              "electra_base, electra_large or a BERT preset.")
         bad = [p for p in self.phases if not isinstance(p, dict) or set(p) - {f.name for f in dataclasses.fields(self)}]
         if bad:
@@ -179,6 +179,8 @@ def _pretrain(config):
 
     def build():
         shape = encoder_config(config, tokenizer.vocabulary_size())
+        if shape.family == "modernbert":  # its config.json names the padding id transformers' embedding skips
+            shape = shape.replace(pad_token_id=tokenizer.pad_id)
         if config.objective == "rtd":  # ELECTRA: the preset as the discriminator, a narrower generator
             shape = shape.replace(with_pooler=False, family="electra")
             generator = BertPretrainer(build_encoder(generator_config(shape), dtype=config.dtype, name="generator"),
@@ -226,8 +228,10 @@ def _pretrain(config):
 
 def _family(preset):
     """The preset's family decides its vocabulary: SentencePiece for ALBERT, byte-level BPE for
-    RoBERTa, WordPiece for the rest (BERT, DistilBERT, ELECTRA)."""
-    return "albert" if preset.startswith("albert") else "roberta" if preset.startswith("roberta") else "bert"
+    RoBERTa and ModernBERT, WordPiece for the rest (BERT, DistilBERT, ELECTRA)."""
+    if preset.startswith("albert"):
+        return "albert"
+    return "roberta" if preset.startswith(("roberta", "modernbert")) else "bert"
 
 
 def _vocabulary_file(config):
@@ -276,7 +280,8 @@ def _run_phases(config):
 
 
 def encoder_config(config, vocab_size):
-    """The preset's EncoderConfig with the run's vocabulary size and dropout.
+    """The preset's config with the run's vocabulary size and dropout (ModernBERT's three dropouts:
+    embeddings, attention and the GeGLU's, for BERT's hidden and attention dropout).
 
     Example:
         ```python
@@ -285,9 +290,14 @@ def encoder_config(config, vocab_size):
         encoder_config(PretrainConfig(), vocab_size=6644).vocab_size   # 6644
         ```
     """
+    preset = PRESETS[config.preset]
+    hidden, attention = ("hidden_dropout_prob", "attention_probs_dropout_prob") if preset.family != "modernbert" \
+        else ("embedding_dropout", "attention_dropout")
     changes = {"vocab_size": vocab_size}
     if config.dropout is not None:
-        changes.update(hidden_dropout_prob=config.dropout, attention_probs_dropout_prob=config.dropout)
+        changes.update({hidden: config.dropout, attention: config.dropout})
+        if preset.family == "modernbert":
+            changes["mlp_dropout"] = config.dropout
     if config.attention_dropout is not None:
-        changes.update(attention_probs_dropout_prob=config.attention_dropout)
-    return PRESETS[config.preset].replace(**changes)
+        changes[attention] = config.attention_dropout
+    return preset.replace(**changes)

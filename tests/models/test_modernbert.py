@@ -157,3 +157,31 @@ def test_config_json_in_and_out_and_what_is_refused():
         ModernBertConfig(hidden_size=6, num_attention_heads=2)
     with pytest.raises(ValueError, match="Google's TF1 format holds BERT and ALBERT only"):
         save_checkpoint(kb.modernbert_base(**TINY), "unused", format="tf1")
+
+
+@pytest.mark.slow
+def test_masked_lm_pretraining_at_30_percent_runs_and_exports_what_transformers_reads(
+        tmp_path, monkeypatch, capsys, tiny_corpus):
+    """`keras-bert pretrain --preset modernbert_base --sentence-task none` (its recipe's objective)
+    on a ModernBERT-base shrunk in this test: a byte-level BPE learned, the MLM line printed, and
+    export/ a ModernBertForMaskedLM whose logits equal the pretrainer's."""
+    from keras_bert_lib.cli import main
+
+    monkeypatch.setitem(PRESETS, "modernbert_base", PRESETS["modernbert_base"].replace(
+        hidden_size=32, num_hidden_layers=3, num_attention_heads=2, intermediate_size=48, local_attention=16))
+    run = tmp_path / "run"
+    assert main(["pretrain", "--preset", "modernbert_base", "--sentence-task", "none", "--masked-lm-prob", "0.3",
+                 "--corpus", str(tiny_corpus), "--vocab-size", "300", "--max-seq-length", "48", "--max-predictions",
+                 "15", "--dupe-factor", "2", "--steps", "4", "--steps-per-epoch", "2", "--warmup-steps", "1",
+                 "--batch-size", "8", "--no-jit-compile", "--output-dir", str(run)]) == 0
+    assert "MLM accuracy" in capsys.readouterr().out
+    assert (run / "export" / "vocab.json").is_file() and (run / "export" / "merges.txt").is_file()
+    ours = load_checkpoint(run / "export", with_heads=True)
+    theirs = transformers.ModernBertForMaskedLM.from_pretrained(run / "export").eval()
+    assert theirs.config.pad_token_id == load_preprocessor(run / "export").tokenizer.pad_id
+    batch = load_preprocessor(run / "export", sequence_length=24)(np.array(["A test of the export."], dtype=object))
+    batch = {k: np.asarray(v) for k, v in batch.items()}
+    logits = _hf(theirs, batch)[1]
+    positions = np.tile(np.arange(24, dtype="int32"), (1, 1))
+    got = ours.predict_on_batch({**batch, "masked_positions": positions})["mlm_logits"]
+    assert _gap(got, logits, batch["padding_mask"]) <= 1e-3

@@ -55,13 +55,16 @@ def test_a_recipe_makes_a_valid_config_of_its_run(recipe):
 
 
 def test_the_papers_numbers():
-    """Devlin et al. §A.2 and Lan et al. §4.1, as the recipes carry them."""
+    """Devlin et al. §A.2, Lan et al. §4.1 and Warner et al. §2.2, as the recipes carry them."""
     base = load_recipe(ROOT / "recipes" / "bert_base_pretraining.toml", "pretrain", PretrainConfig)
     assert (base["batch_size"], base["learning_rate"], base["warmup_steps"]) == (256, 1e-4, 10_000)
     assert [(p["max_seq_length"], p["steps"]) for p in base["phases"]] == [(128, 900_000), (512, 100_000)]
     albert = load_recipe(ROOT / "recipes" / "albert_base_pretraining.toml", "pretrain", PretrainConfig)
     assert (albert["optimizer"], albert["batch_size"], albert["steps"], albert["sentence_task"]) == \
         ("lamb", 4096, 125_000, "sop")
+    modern = load_recipe(ROOT / "recipes" / "modernbert_base_pretraining.toml", "pretrain", PretrainConfig)
+    assert (modern["masked_lm_prob"], modern["sentence_task"], modern["learning_rate"]) == (0.3, None, 8e-4)
+    assert [p["max_seq_length"] for p in modern["phases"]] == [1024, 8192]
 
 
 def test_a_recipe_for_another_command_or_task_is_refused(capsys, tmp_path):

@@ -27,7 +27,8 @@ RANKS = {
     "runs": 10, "corpus": 10, "serve": 10, "beam": 11,
     "cli": 11,
 }
-KERAS_ONLY = ("layers", "heads", "models", "modernbert", "pretraining", "distillation", "tasks", "runtime", "keras_internals")
+KERAS_ONLY = ("layers", "heads", "models", "modernbert", "pretraining", "distillation", "tasks", "runtime",
+              "keras_internals")
 # Functions that are TensorFlow-only branches of backend-neutral code, importing it when they run:
 # checking a tf.data.Dataset a user passes to fit, inside that dataset's own pipeline (a
 # tf.data.Dataset means TensorFlow is there), the dense product written in the form oneDNN fuses,

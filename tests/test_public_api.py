@@ -75,9 +75,8 @@ def test_every_class_has_a_harness_spec(cls):
 
 def _public_objects():
     seen = {}
-    for module in (keras_bert_lib, layers, heads, models, modernbert, tasks, pretraining, distillation, runtime, checkpoints, text,
-                   data, training, runs, metrics, viz,
-                   export):
+    for module in (keras_bert_lib, layers, heads, models, modernbert, tasks, pretraining, distillation, runtime,
+                   checkpoints, text, data, training, runs, metrics, viz, export):
         for name in module.__all__:
             obj = getattr(module, name)
             if callable(obj) and not isinstance(obj, tuple):
@@ -85,8 +84,8 @@ def _public_objects():
     import keras_bert_cli
     import keras_bert_commands
     from keras_bert_lib import atomic_write, backend_check, cli, file_checks, progress
-    from keras_bert_lib.layers import activations, masks
     from keras_bert_lib.config import config_from_hf_json
+    from keras_bert_lib.layers import activations, masks
     from keras_bert_lib.models import summary
     from keras_bert_lib.models.encoder import encoder_class
     from keras_bert_lib.text import normalizer, tf_text

@@ -185,3 +185,19 @@ def test_masked_lm_pretraining_at_30_percent_runs_and_exports_what_transformers_
     positions = np.tile(np.arange(24, dtype="int32"), (1, 1))
     got = ours.predict_on_batch({**batch, "masked_positions": positions})["mlm_logits"]
     assert _gap(got, logits, batch["padding_mask"]) <= 1e-3
+
+
+@pytest.mark.slow
+def test_a_modernbert_classifier_exports_to_every_format_with_keras_outputs(tmp_path):
+    """SavedModel, TFLite, ONNX and OpenVINO from a ModernBERT classifier whose local window (2
+    positions either side) is shorter than the check batch: the parity table's cosine to Keras
+    and label agreement."""
+    from keras_bert_lib import TextClassifier
+    from keras_bert_lib.export import export_all, parity_report
+    from keras_bert_lib.export.signatures import check_batch
+
+    classifier = TextClassifier(kb.modernbert_base(**TINY), num_classes=3)
+    exported = export_all(classifier, tmp_path, formats=["saved_model", "tflite", "onnx", "openvino"])
+    rows = parity_report(classifier, exported, check_batch(classifier))
+    assert [r["artefact"] for r in rows][1:] == ["saved_model", "tflite", "onnx", "openvino"], rows
+    assert all(r["cosine"] > 0.999 and r["agreement"] == 1.0 for r in rows[1:]), rows

@@ -1,19 +1,21 @@
-"""BERT on a GPU: our encoder on Keras' JAX backend against HuggingFace transformers (eager and
-`torch.compile`), forward pass and training step, in one run. Needs no TensorFlow (the GPU
+"""BERT and ModernBERT on a GPU: our encoder on Keras' JAX backend against HuggingFace transformers
+(eager and `torch.compile`), forward pass and training step, in one run. Needs no TensorFlow (the GPU
 machine has none): carry the keras, namex and optree wheels and run
 
-    KERAS_BACKEND=jax python -m bench.gpu_speed [--presets bert_base bert_large]
+    KERAS_BACKEND=jax python -m bench.gpu_speed [--presets bert_base bert_large modernbert_base]
         [--shapes 64x128 32x512] [--dtypes float32 mixed_bfloat16 bfloat16] [--steps 20]
 
-keras-hub's BertBackbone of the same shape runs beside them where keras-hub imports
-(`--no-keras-hub` skips it); `--largest` also times the largest batch that fits, found by doubling.
-Random weights and ids, no padding, a sequence-classification head on the pooled output,
+keras-hub's BertBackbone of the same shape runs beside BERT where keras-hub imports
+(`--no-keras-hub` skips it; keras-hub has no ModernBERT); `--largest` also times the largest
+batch that fits, found by doubling. Random weights and ids, no padding, a sequence-classification
+head on the pooled output (ModernBERT's: on [CLS]),
 AdamW. Each row is the median milliseconds of `--steps` calls after warm-up (compilation
 excluded), tokens per second, and the model FLOPs utilisation
 
     MFU = FLOPs per step / seconds per step / peak,
     FLOPs per step = tokens x (2N + 4·L·T·d) for the forward pass and 3x that for training
-                     (N: parameters outside the embeddings, L layers, T tokens a row, d width),
+                     (N: parameters outside the embeddings, L layers, T tokens a row, d width;
+                     ModernBERT's local layers attend to 128 keys, not T, there),
 
 with peak the GPU's dense bf16 rate (989 TFLOP/s on an H100 SXM; `--peak-tflops`; float32 runs as
 TF32 on both sides). dtypes: `float32`; `mixed_bfloat16` (float32 weights, bf16 compute:
@@ -39,16 +41,26 @@ import numpy as np
 
 SHAPES = {"bert_tiny": dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=2, intermediate_size=512),
           "bert_base": dict(num_hidden_layers=12, hidden_size=768, num_attention_heads=12, intermediate_size=3072),
-          "bert_large": dict(num_hidden_layers=24, hidden_size=1024, num_attention_heads=16, intermediate_size=4096)}
-VOCAB = 30522
+          "bert_large": dict(num_hidden_layers=24, hidden_size=1024, num_attention_heads=16, intermediate_size=4096),
+          # GeGLU (an H → 2I product), global attention every third layer, a 128-token window elsewhere
+          "modernbert_base": dict(num_hidden_layers=22, hidden_size=768, num_attention_heads=12,
+                                  intermediate_size=1152)}
+VOCAB = {"modernbert_base": 50368}  # the others: BERT's 30,522 (bert_tiny: 1,000)
+
+
+def vocab(preset):
+    return VOCAB.get(preset, 1000 if preset == "bert_tiny" else 30522)
 
 
 def flops(preset, batch, length, training):
     """Model FLOPs of one step (the formula in the docstring)."""
     s = SHAPES[preset]
     layers, width, inner = s["num_hidden_layers"], s["hidden_size"], s["intermediate_size"]
-    n = layers * (4 * width * width + 2 * width * inner)
-    forward = batch * length * (2 * n + 4 * layers * length * width)
+    modern = preset.startswith("modernbert")
+    n = layers * (4 * width * width + (3 if modern else 2) * width * inner)
+    global_layers = (layers + 2) // 3 if modern else layers  # ModernBERT: layers 0, 3, 6, … attend to all T
+    keys = global_layers * length + (layers - global_layers) * min(length, 128)
+    forward = batch * length * (2 * n + 4 * keys * width)
     return 3 * forward if training else forward
 
 
@@ -69,20 +81,21 @@ def ours(preset, batch, length, dtype, steps):
     import jax
     import keras
 
-    from keras_bert_lib import bert_base, bert_large, bert_tiny
+    from keras_bert_lib import bert_base, bert_large, bert_tiny, modernbert_base
     from keras_bert_lib.runtime.compile_path import compiled_call
     from keras_bert_lib.tasks import TextClassifier
 
     keras.config.set_dtype_policy("mixed_bfloat16" if dtype == "mixed_bfloat16" else
                                   "bfloat16" if dtype == "bfloat16" else "float32")
-    build = {"bert_tiny": bert_tiny, "bert_base": bert_base, "bert_large": bert_large}[preset]
+    build = {"bert_tiny": bert_tiny, "bert_base": bert_base, "bert_large": bert_large,
+             "modernbert_base": modernbert_base}[preset]
     rng = np.random.default_rng(0)
-    x = {"token_ids": jax.device_put(rng.integers(5, VOCAB if preset != "bert_tiny" else 1000,
-                                                  (batch, length)).astype("int32")),
+    x = {"token_ids": jax.device_put(rng.integers(5, vocab(preset), (batch, length)).astype("int32")),
          "segment_ids": jax.device_put(np.zeros((batch, length), "int32")),
          "padding_mask": jax.device_put(np.ones((batch, length), "int32"))}
     y = jax.device_put(rng.integers(0, 2, batch).astype("int32"))
-    model = TextClassifier(build(attention_probs_dropout_prob=0.0), 2)
+    no_dropout = {"attention_dropout" if preset.startswith("modernbert") else "attention_probs_dropout_prob": 0.0}
+    model = TextClassifier(build(**no_dropout), 2)
     results = {}
     if dtype != "bfloat16":  # training keeps float32 weights
         # BERT's AdamW (Keras' own: keras_bert_lib.training needs TensorFlow, absent on the GPU machine)
@@ -114,14 +127,15 @@ def keras_hub_side(preset, batch, length, dtype, steps):
     s = SHAPES[preset]
     keras.config.set_dtype_policy("mixed_bfloat16" if dtype == "mixed_bfloat16" else
                                   "bfloat16" if dtype == "bfloat16" else "float32")
-    vocab = VOCAB if preset != "bert_tiny" else 1000
-    backbone = keras_hub.models.BertBackbone(vocab, s["num_hidden_layers"], s["num_attention_heads"],
+    if preset.startswith("modernbert"):
+        raise ImportError("keras-hub has no ModernBERT")
+    backbone = keras_hub.models.BertBackbone(vocab(preset), s["num_hidden_layers"], s["num_attention_heads"],
                                              s["hidden_size"], s["intermediate_size"])
     inputs = backbone.input
     logits = keras.layers.Dense(2, dtype="float32")(backbone(inputs)["pooled_output"])
     model = keras.Model(inputs, logits)
     rng = np.random.default_rng(0)
-    x = {"token_ids": jax.device_put(rng.integers(5, vocab, (batch, length)).astype("int32")),
+    x = {"token_ids": jax.device_put(rng.integers(5, vocab(preset), (batch, length)).astype("int32")),
          "segment_ids": jax.device_put(np.zeros((batch, length), "int32")),
          "padding_mask": jax.device_put(np.ones((batch, length), "int32"))}
     y = jax.device_put(rng.integers(0, 2, batch).astype("int32"))
@@ -158,10 +172,14 @@ def theirs(preset, batch, length, dtype, steps, compiled):
     device = "cuda" if torch.cuda.is_available() else "cpu"
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
-    config = transformers.BertConfig(vocab_size=VOCAB if preset != "bert_tiny" else 1000, num_labels=2,
-                                     hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.0,
-                                     attn_implementation="sdpa", **s)
-    model = transformers.BertForSequenceClassification(config).to(device)
+    if preset.startswith("modernbert"):
+        config = transformers.ModernBertConfig(vocab_size=vocab(preset), num_labels=2, classifier_pooling="cls",
+                                               attn_implementation="sdpa", **s)
+        model = transformers.ModernBertForSequenceClassification(config).to(device)
+    else:
+        config = transformers.BertConfig(vocab_size=vocab(preset), num_labels=2, hidden_dropout_prob=0.1,
+                                         attention_probs_dropout_prob=0.0, attn_implementation="sdpa", **s)
+        model = transformers.BertForSequenceClassification(config).to(device)
     if dtype == "bfloat16":
         model = model.to(torch.bfloat16)
     rng = np.random.default_rng(0)
@@ -197,8 +215,8 @@ def theirs(preset, batch, length, dtype, steps, compiled):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--presets", nargs="+", default=["bert_base", "bert_large"], choices=list(SHAPES),
-                        help="encoders to time (default: bert_base bert_large)")
+    parser.add_argument("--presets", nargs="+", default=["bert_base", "bert_large", "modernbert_base"],
+                        choices=list(SHAPES), help="encoders to time (default: bert_base bert_large modernbert_base)")
     parser.add_argument("--shapes", nargs="+", default=["64x128", "32x512"],
                         help="BATCHxLENGTH shapes (default: 64x128 32x512)")
     parser.add_argument("--dtypes", nargs="+", default=["float32", "mixed_bfloat16", "bfloat16"],

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import os
 
+from keras_bert_lib.deberta.config import DEBERTA_V3_PRESETS, DebertaV3Config
 from keras_bert_lib.file_checks import read_json
 from keras_bert_lib.modernbert.config import MODERNBERT_PRESETS, ModernBertConfig
 
@@ -271,7 +272,7 @@ class EncoderConfig:
             )
         if model_type not in ("bert", "albert", "roberta", "electra"):
             raise ValueError(f"HF model_type={model_type!r}: expected bert, albert, distilbert, roberta, "
-                             "xlm-roberta, electra or modernbert.")
+                             "xlm-roberta, electra, modernbert or deberta-v2 (DeBERTa-v3).")
         if data.get("position_embedding_type", "absolute") != "absolute":
             raise ValueError("Only position_embedding_type='absolute' is supported.")
         fields = {f.name for f in dataclasses.fields(cls)} - {"hidden_act"}
@@ -336,7 +337,8 @@ class EncoderConfig:
 
 def config_from_hf_json(text_or_path):
     """The config a HuggingFace `config.json` describes: `ModernBertConfig` for model_type
-    modernbert, else `EncoderConfig` (which refuses the types it does not build).
+    modernbert, `DebertaV3Config` for deberta-v2 (DeBERTa-v3's settings), else `EncoderConfig`
+    (which refuses the types it does not build).
 
     Example:
         ```python
@@ -345,9 +347,8 @@ def config_from_hf_json(text_or_path):
         ```
     """
     data = _read_json(text_or_path)
-    if data.get("model_type") == "modernbert":
-        return ModernBertConfig.from_hf_json(data)
-    return EncoderConfig.from_hf_json(data)
+    family = {"modernbert": ModernBertConfig, "deberta-v2": DebertaV3Config}.get(data.get("model_type"))
+    return (family or EncoderConfig).from_hf_json(data)
 
 
 def _read_json(text_or_path) -> dict:
@@ -396,4 +397,5 @@ PRESETS: dict = {
     "electra_base": EncoderConfig(with_pooler=False, family="electra"),  # 108,891,648
     "electra_large": _bert(24, 1024).replace(with_pooler=False, family="electra"),  # 334,092,288
     **MODERNBERT_PRESETS,  # modernbert_base 149,014,272, modernbert_large 394,781,696
+    **DEBERTA_V3_PRESETS,  # deberta_v3_xsmall 70,682,112, small 141,304,320, base 183,831,552, large 434,012,160
 }

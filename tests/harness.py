@@ -298,7 +298,8 @@ def check_padding_invariance(spec):
     mask = np.concatenate([spec.padding_mask, np.zeros((len(lengths), k), "int32")], axis=1)
     noisy = _numpy(_call(spec, layer, garbage, mask, training=False))
     for b, n in enumerate(lengths):
-        row = {name: (v[b:b + 1, :n] if v.ndim >= 2 and v.shape[1] == T else v[b:b + 1])
+        row = {name: (v[b:b + 1, :n] if v.ndim >= 2 and v.shape[1] == T
+                      else v[b:b + 1] if v.shape[0] == len(lengths) else v)  # a table, not a batch: whole
                for name, v in spec.inputs.items()}
         alone = _numpy(_call(spec, layer, row, np.ones((1, n), "int32"), training=False))
         for i, pos in enumerate(is_pos):

@@ -14,7 +14,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "keras_bert_lib"
 RANKS = {
     "atomic_write": 0, "backend_check": 0, "file_checks": 0, "output_lock": 0, "progress": 0, "config": 0,
     "keras_internals": 0,
-    "layers": 0, "metrics": 0, "runtime": 0, "modernbert": 0,
+    "layers": 0, "metrics": 0, "runtime": 0, "encoder_families": 0, "modernbert": 0, "deberta": 0,
     "heads": 1,
     "checkpoints": 2, "pretraining": 2,
     "text": 3,
@@ -27,7 +27,7 @@ RANKS = {
     "runs": 10, "corpus": 10, "serve": 10, "beam": 11,
     "cli": 11,
 }
-KERAS_ONLY = ("layers", "heads", "models", "modernbert", "pretraining", "distillation", "tasks", "runtime",
+KERAS_ONLY = ("layers", "heads", "models", "modernbert", "deberta", "pretraining", "distillation", "tasks", "runtime",
               "keras_internals")
 # Functions that are TensorFlow-only branches of backend-neutral code, importing it when they run:
 # checking a tf.data.Dataset a user passes to fit, inside that dataset's own pipeline (a

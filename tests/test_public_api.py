@@ -12,6 +12,7 @@ import keras_bert_lib
 from keras_bert_lib import (
     checkpoints,
     data,
+    deberta,
     distillation,
     export,
     heads,
@@ -29,7 +30,7 @@ from keras_bert_lib import (
 )
 from tests.examples import run_example
 
-CLASSES = [getattr(m, n) for m in (layers, heads, models, modernbert) for n in m.__all__
+CLASSES = [getattr(m, n) for m in (layers, heads, models, modernbert, deberta) for n in m.__all__
            if inspect.isclass(getattr(m, n)) and issubclass(getattr(m, n), keras.layers.Layer)]  # not the configs
 
 
@@ -75,8 +76,8 @@ def test_every_class_has_a_harness_spec(cls):
 
 def _public_objects():
     seen = {}
-    for module in (keras_bert_lib, layers, heads, models, modernbert, tasks, pretraining, distillation, runtime,
-                   checkpoints, text, data, training, runs, metrics, viz, export):
+    for module in (keras_bert_lib, layers, heads, models, modernbert, deberta, tasks, pretraining, distillation,
+                   runtime, checkpoints, text, data, training, runs, metrics, viz, export):
         for name in module.__all__:
             obj = getattr(module, name)
             if callable(obj) and not isinstance(obj, tuple):

@@ -11,6 +11,7 @@ reported as unknown.
 
 import re
 
+from keras_bert_lib.deberta import checkpoint_names as deberta
 from keras_bert_lib.modernbert import checkpoint_names as modernbert
 
 KEEP, TRANSPOSE = "keep", "transpose"
@@ -205,14 +206,18 @@ HF_HEADS = {
         ("mlm_head/output_bias", "vocab_projector.bias", KEEP),
     ],
     "modernbert": modernbert.HEADS,
+    "deberta-v2": deberta.HEADS,
 }
 HF_BLOCKS = {"bert": HF_BERT_BLOCK, "roberta": HF_BERT_BLOCK, "albert": HF_ALBERT_BLOCK,
-             "distilbert": HF_DISTILBERT_BLOCK, "electra": HF_BERT_BLOCK, "modernbert": modernbert.BLOCK}
+             "distilbert": HF_DISTILBERT_BLOCK, "electra": HF_BERT_BLOCK, "modernbert": modernbert.BLOCK,
+             "deberta-v2": deberta.BLOCK}
 HF_TOP = {"bert": HF_EMBEDDINGS + HF_BERT_POOLER, "roberta": HF_EMBEDDINGS + HF_BERT_POOLER,
           "albert": HF_EMBEDDINGS + HF_ALBERT_EXTRA, "distilbert": HF_EMBEDDINGS,
-          "electra": HF_EMBEDDINGS + HF_ELECTRA_PROJECTION, "modernbert": modernbert.TOP}
+          "electra": HF_EMBEDDINGS + HF_ELECTRA_PROJECTION, "modernbert": modernbert.TOP,
+          "deberta-v2": deberta.TOP}
 HF_PREFIX = {"bert": "bert.", "albert": "albert.", "roberta": "roberta.", "distilbert": "distilbert.",
-             "electra": "electra.", "modernbert": modernbert.PREFIX}
+             "electra": "electra.", "modernbert": modernbert.PREFIX,
+             "deberta-v2": deberta.PREFIX}
 # Tensors a tied or buffer-holding model stores besides its weights: name -> the tensor it must
 # equal (None for buffers that hold no weights).
 HF_TIED_OR_BUFFERS = {
@@ -247,6 +252,7 @@ HF_ARCHITECTURE = {
     "distilbert": ("DistilBertModel", None, "DistilBertForMaskedLM"),
     "electra": ("ElectraModel", "ElectraForPreTraining", "ElectraForMaskedLM"),
     "modernbert": modernbert.ARCHITECTURE,
+    "deberta-v2": deberta.ARCHITECTURE,
 }
 
 

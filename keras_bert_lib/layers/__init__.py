@@ -2,6 +2,7 @@
 BiasActivationDense writes its product in the form oneDNN fuses)."""
 
 from keras_bert_lib.layers.bias_activation_dense import BiasActivationDense
+from keras_bert_lib.layers.disentangled_self_attention import DisentangledSelfAttention
 from keras_bert_lib.layers.feed_forward import FeedForward
 from keras_bert_lib.layers.gated_feed_forward import GatedFeedForward
 from keras_bert_lib.layers.multi_head_self_attention import MultiHeadSelfAttention
@@ -14,6 +15,7 @@ from keras_bert_lib.layers.transformer_encoder_block import TransformerEncoderBl
 
 __all__ = [
     "BiasActivationDense",
+    "DisentangledSelfAttention",
     "FeedForward",
     "GatedFeedForward",
     "MultiHeadSelfAttention",

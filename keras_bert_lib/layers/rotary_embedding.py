@@ -45,7 +45,7 @@ class RotaryEmbedding(keras.layers.Layer):
             raise ValueError(f"RotaryEmbedding rotates pairs of features: the head size {dim} must be even.")
         inverse_frequency = 1.0 / ops.power(self.base, ops.arange(0, dim, 2, dtype="float32") / dim)  # (d/2,)
         angles = ops.outer(ops.arange(length, dtype="float32"), inverse_frequency)  # (T, d/2)
-        angles = ops.concatenate([angles, angles], axis=-1)[None, :, None, :]  # (1, T, 1, d)
+        angles = ops.expand_dims(ops.expand_dims(ops.concatenate([angles, angles], axis=-1), 0), 2)  # (1, T, 1, d)
         first, second = ops.split(ops.cast(x, "float32"), 2, axis=-1)
         rotated = ops.concatenate([-second, first], axis=-1)  # rotate_half
         return ops.cast(ops.cast(x, "float32") * ops.cos(angles) + rotated * ops.sin(angles), x.dtype)

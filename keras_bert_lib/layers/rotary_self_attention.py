@@ -126,7 +126,8 @@ class RotarySelfAttention(keras.layers.Layer):
         band = None
         if self.window is not None:
             rows, keys = ops.arange(ops.shape(q)[1]), ops.arange(ops.shape(k)[1])
-            band = ops.expand_dims(ops.abs(rows[:, None] - keys[None, :]) <= self.window, 0)  # (1, Tq, S)
+            distance = ops.expand_dims(rows, 1) - ops.expand_dims(keys, 0)  # expand_dims: TFLite has no new axes
+            band = ops.expand_dims(ops.abs(distance) <= self.window, 0)  # (1, Tq, S)
             if padding_mask is not None:
                 band = ops.logical_and(band, ops.expand_dims(ops.cast(padding_mask, "bool"), 1))
         mask = band if band is not None else (
@@ -154,9 +155,10 @@ class RotarySelfAttention(keras.layers.Layer):
             return ops.concatenate(thirds, axis=2)
 
         # Query r of a block and key c of its 3w are w + r − c apart: one band for every block.
-        r, c = ops.arange(w)[:, None], ops.arange(3 * w)[None, :]
-        band = ops.abs(w + r - c) <= w  # (w, 3w)
-        mask = ops.logical_and(band[None, None], ops.cast(neighbours(keep), "bool")[:, :, None, :])  # (B, nb, w, 3w)
+        r, c = ops.expand_dims(ops.arange(w), 1), ops.expand_dims(ops.arange(3 * w), 0)
+        band = ops.reshape(ops.abs(w + r - c) <= w, (1, 1, w, 3 * w))
+        keys = ops.expand_dims(ops.cast(neighbours(keep), "bool"), 2)  # (B, nb, 1, 3w)
+        mask = ops.logical_and(band, keys)  # (B, nb, w, 3w)
         bias = ops.expand_dims(ops.where(mask, 0.0, MASK_VALUE), 2)  # (B, nb, 1, w, 3w)
         q, k, v = split(q), neighbours(k), neighbours(v)
         if fused:  # blocks into the batch: dot_product_attention takes rank-4 tensors

@@ -12,6 +12,7 @@ from keras_bert_lib.checkpoints import (
     read_checkpoint,
     write_checkpoint,
 )
+from keras_bert_lib.deberta import DebertaV3Encoder
 from keras_bert_lib.models.encoder import BertEncoder, encoder_class
 from keras_bert_lib.modernbert import ModernBertEncoder
 from keras_bert_lib.pretraining.electra import ElectraDiscriminator
@@ -161,7 +162,7 @@ def save_checkpoint(model, path, format="hf"):
         encoder = model.encoder
     else:
         encoder = pretrainer.encoder if pretrainer else model
-    if not isinstance(encoder, (BertEncoder, ModernBertEncoder)):
+    if not isinstance(encoder, (BertEncoder, ModernBertEncoder, DebertaV3Encoder)):
         raise ValueError(
             f"save_checkpoint takes a BertEncoder, BertPretrainer, ElectraDiscriminator or task model, "
             f"not {type(model).__name__}."

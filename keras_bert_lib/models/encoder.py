@@ -7,6 +7,7 @@ import keras
 from keras import ops
 
 from keras_bert_lib.config import EncoderConfig
+from keras_bert_lib.deberta import DebertaV3Config, DebertaV3Encoder
 from keras_bert_lib.layers import (
     PositionEmbedding,
     SegmentEmbedding,
@@ -193,7 +194,8 @@ class BertEncoder(EntryPoints, keras.Model):
 
 
 def encoder_class(config):
-    """The encoder class a config builds: `ModernBertEncoder` for a `ModernBertConfig`, else `BertEncoder`.
+    """The encoder class a config builds: `ModernBertEncoder` for a `ModernBertConfig`, `DebertaV3Encoder`
+    for a `DebertaV3Config`, else `BertEncoder`.
 
     Example:
         ```python
@@ -203,7 +205,8 @@ def encoder_class(config):
         # ('ModernBertEncoder', 'BertEncoder')
         ```
     """
-    return ModernBertEncoder if isinstance(config, ModernBertConfig) else BertEncoder
+    families = {ModernBertConfig: ModernBertEncoder, DebertaV3Config: DebertaV3Encoder}
+    return families.get(type(config), BertEncoder)
 
 
 def _forward(parts, config, inputs, training=None, output_range=None, output_hidden_states=False,

@@ -261,6 +261,57 @@ def modernbert_large(*, weights=None, **overrides) -> keras.Model:
     return _factory("modernbert_large", weights, overrides)
 
 
+def deberta_v3_xsmall(*, weights=None, **overrides) -> keras.Model:
+    """DeBERTa-v3-xsmall (He et al. 2023): L=12, H=384, A=6; 71M parameters (49M of them the 128k-token table).
+
+    `overrides` are `DebertaV3Config` fields or `output_hidden_states`, `output_attentions`, `dtype`.
+
+    Example:
+        ```python
+        from keras_bert_lib.models import deberta_v3_xsmall
+        encoder = deberta_v3_xsmall(num_hidden_layers=1, vocab_size=1000)
+        ```
+    """
+    return _factory("deberta_v3_xsmall", weights, overrides)
+
+
+def deberta_v3_small(*, weights=None, **overrides) -> keras.Model:
+    """DeBERTa-v3-small: L=6, H=768, A=12; 141M parameters.
+
+    Example:
+        ```python
+        from keras_bert_lib.models import deberta_v3_small
+        encoder = deberta_v3_small(num_hidden_layers=1, vocab_size=1000)
+        ```
+    """
+    return _factory("deberta_v3_small", weights, overrides)
+
+
+def deberta_v3_base(*, weights=None, **overrides) -> keras.Model:
+    """DeBERTa-v3-base: L=12, H=768, A=12, disentangled attention over 2 × 256 log-bucketed
+    relative positions; 184M parameters.
+
+    Example:
+        ```python
+        from keras_bert_lib.models import deberta_v3_base
+        encoder = deberta_v3_base(num_hidden_layers=2, vocab_size=1000)
+        ```
+    """
+    return _factory("deberta_v3_base", weights, overrides)
+
+
+def deberta_v3_large(*, weights=None, **overrides) -> keras.Model:
+    """DeBERTa-v3-large: L=24, H=1,024, A=16; 434M parameters.
+
+    Example:
+        ```python
+        from keras_bert_lib.models import deberta_v3_large
+        encoder = deberta_v3_large(num_hidden_layers=1, vocab_size=1000)
+        ```
+    """
+    return _factory("deberta_v3_large", weights, overrides)
+
+
 def _shape(config):
     family = config.family or ("albert" if config.embedding_size is not None else "bert")
     return family, config.num_hidden_layers, config.hidden_size, config.num_attention_heads

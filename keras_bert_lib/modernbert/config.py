@@ -3,6 +3,8 @@
 import dataclasses
 import json
 
+from keras_bert_lib.encoder_families import FamilyConfig
+
 # HuggingFace's hidden_activation name -> ours.
 _HF_ACT = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
 # config.json keys whose published value is the only one this library computes.
@@ -11,7 +13,7 @@ _HF_FIXED = {"attention_bias": False, "mlp_bias": False, "norm_bias": False, "de
 
 
 @dataclasses.dataclass(frozen=True)
-class ModernBertConfig:
+class ModernBertConfig(FamilyConfig):
     """The hyper-parameters of a ModernBERT encoder (Warner et al., 2024).
 
     What changes from BERT: no position table (rotary positions, two bases), no segment
@@ -67,12 +69,7 @@ class ModernBertConfig:
     mlp_dropout: float = 0.0
     pad_token_id: int = 50283
 
-    # What the rest of the library reads of an encoder's shape: no pooler, no segments, no sharing.
     family = "modernbert"
-    with_pooler = False
-    type_vocab_size = 0
-    embedding_size = None
-    inner_group_num = 1
 
     def __post_init__(self):
         for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
@@ -102,20 +99,6 @@ class ModernBertConfig:
         return self.local_attention // 2
 
     @property
-    def num_groups(self) -> int:
-        """Distinct blocks: one per layer (the name tables' and fine-tuning regimes' view)."""
-        return self.num_hidden_layers
-
-    def block_name(self, group: int, inner: int = 0) -> str:
-        """The weight-path prefix of block `group`: `layer_{group}`."""
-        return f"layer_{group}"
-
-    @property
-    def max_sequence_length(self) -> int:
-        """The longest input: 8,192 tokens for the published models."""
-        return self.max_position_embeddings
-
-    @property
     def hf_model_type(self) -> str:
         return "modernbert"
 
@@ -135,19 +118,6 @@ class ModernBertConfig:
         embeddings = self.vocab_size * h + h
         blocks = layers * (4 * h * h + 3 * i * h + 2 * h) - h  # block 0 has no attention norm
         return embeddings + blocks + h  # + the final norm
-
-    def replace(self, **overrides) -> "ModernBertConfig":
-        """A copy with some fields changed (validated again); unknown names fail."""
-        unknown = set(overrides) - {f.name for f in dataclasses.fields(self)}
-        if unknown:
-            raise ValueError(f"Unknown ModernBertConfig fields: {sorted(unknown)}.")
-        return dataclasses.replace(self, **overrides)
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    def to_json(self) -> str:
-        return json.dumps({**self.to_dict(), "family": self.family}, indent=2, sort_keys=True)
 
     @classmethod
     def from_hf_json(cls, data: dict) -> "ModernBertConfig":

@@ -11,7 +11,7 @@ import logging
 import os
 
 from keras_bert_lib.atomic_write import atomic_write_text
-from keras_bert_lib.config import PRESETS
+from keras_bert_lib.config import PRESETS, EncoderConfig
 from keras_bert_lib.data import build_pretraining_datasets
 from keras_bert_lib.data.pretraining_instances import check_documents
 from keras_bert_lib.file_checks import check_utf8
@@ -115,11 +115,11 @@ class PretrainConfig(LoopConfig):
                    else f"--preset {self.preset} has no pooler, so it cannot learn {self.sentence_task.upper()}")
             raise ValueError(f"{why}: pass --sentence-task none.")
         preset = PRESETS[self.preset]
-        if self.objective == "rtd" and (preset.family == "modernbert" or preset.num_hidden_groups is not None
+        if self.objective == "rtd" and (not isinstance(preset, EncoderConfig) or preset.num_hidden_groups is not None
                                         or preset.position_offset or not preset.type_vocab_size):
             raise ValueError(f"--objective rtd trains an ELECTRA discriminator of BERT's shape; --preset "
-                             f"{self.preset} is not (ALBERT, RoBERTa, DistilBERT or ModernBERT): use electra_small, "
-                             "electra_base, electra_large or a BERT preset.")
+                             f"{self.preset} is not (ALBERT, RoBERTa, DistilBERT, ModernBERT or DeBERTa-v3): use "
+                             "electra_small, electra_base, electra_large or a BERT preset.")
         bad = [p for p in self.phases if not isinstance(p, dict) or set(p) - {f.name for f in dataclasses.fields(self)}]
         if bad:
             raise ValueError(f"phases must be dicts of PretrainConfig fields; these are not: {bad}.")

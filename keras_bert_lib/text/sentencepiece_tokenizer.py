@@ -66,6 +66,10 @@ class SentencePieceTokenizer(TokenRoles, keras.layers.Layer):
         trailing_space: bool. A text that ends in a space gets a lone "▁" last, as a `tokenizer.json`
             whose pre-tokenizer is Metaspace alone (xlm-roberta-base's) gives; newer ones split on
             whitespace first and give none.
+        spaces: "all" (every Unicode space is a space, as HuggingFace's Metaspace splitting on
+            all of them) or "runs" (DeBERTa-v3's `tokenizer.json`: a run of two or more spaces,
+            or a tab or line break, becomes one space; a lone non-breaking space stays a character).
+        normalization: None, or "NFC" (DeBERTa-v3's `tokenizer.json`): Unicode's composed form first.
     Call arguments:
         inputs: string tensor (B,) or scalar.
     Returns:
@@ -87,9 +91,14 @@ class SentencePieceTokenizer(TokenRoles, keras.layers.Layer):
     """
 
     def __init__(self, model=None, lowercase=False, strip_accents=False, albert_quotes=False, special_tokens=None,
-                 packing="bert", trailing_space=False, **kwargs):
+                 packing="bert", trailing_space=False, spaces="all", normalization=None, **kwargs):
         super().__init__(**kwargs)
+        if spaces not in ("all", "runs") or normalization not in (None, "NFC"):
+            raise ValueError(f"spaces={spaces!r}, normalization={normalization!r}: spaces is 'all' or 'runs', "
+                             "normalization None or 'NFC'.")
         self.trailing_space = trailing_space
+        self.spaces = spaces
+        self.normalization = normalization
         self.lowercase = lowercase
         self.strip_accents = strip_accents
         self.albert_quotes = albert_quotes
@@ -127,7 +136,10 @@ class SentencePieceTokenizer(TokenRoles, keras.layers.Layer):
     def normalize(self, inputs):
         """The text as the model sees it, before SentencePiece's own normalisation: each Unicode space
         a plain one (HuggingFace splits words on all of them), then ALBERT's rewrites."""
-        inputs = tf.strings.regex_replace(inputs, _SPACES, " ")
+        if self.normalization:
+            inputs = import_tensorflow_text("SentencePieceTokenizer").normalize_utf8(inputs, self.normalization)
+        inputs = tf.strings.regex_replace(inputs, _SPACES if self.spaces == "all" else rf"{_SPACES}{{2,}}|[\t\n\r]",
+                                          " ")
         return albert_normalize(inputs, self.lowercase, self.strip_accents, self.albert_quotes)
 
     def call(self, inputs):
@@ -157,7 +169,9 @@ class SentencePieceTokenizer(TokenRoles, keras.layers.Layer):
         tft = import_tensorflow_text("SentencePieceTokenizer.tokenize_with_offsets")
         chars = tf.strings.unicode_split(tf.convert_to_tensor(texts, tf.string), "UTF-8")  # (B, C)
         # Normalised character by character, so each character's share of the bytes is known.
-        flat = albert_normalize(tf.strings.regex_replace(chars.flat_values, _SPACES, " "), self.lowercase,
+        # (with spaces="runs", a run of other spaces keeps its characters here: offsets only)
+        flat = albert_normalize(tf.strings.regex_replace(chars.flat_values, _SPACES if self.spaces == "all"
+                                                         else r"[\t\n\r]", " "), self.lowercase,
                                 self.strip_accents, quotes=False)
         if self.albert_quotes:
             flat = _paired_quotes(chars, flat)
@@ -190,7 +204,7 @@ class SentencePieceTokenizer(TokenRoles, keras.layers.Layer):
         return {**super().get_config(), "model": None,  # an asset: see save_assets
                 "lowercase": self.lowercase, "strip_accents": self.strip_accents,
                 "albert_quotes": self.albert_quotes, "special_tokens": self.special_tokens, "packing": self.packing,
-                "trailing_space": self.trailing_space}
+                "trailing_space": self.trailing_space, "spaces": self.spaces, "normalization": self.normalization}
 
 
 def _past_spaces(space, start, end):

@@ -65,13 +65,24 @@ def find_tokenizer_files(folder):
 
 
 def sentencepiece_from_model_file(path, settings):
-    """A SentencePieceTokenizer from a `.model` file: ALBERT's (its `[CLS]`…, lower-cased and accents
-    stripped unless tokenizer_config.json says otherwise) or fairseq's (XLM-R's `<s>`…, its pieces
-    reordered to fairseq's ids)."""
+    """A SentencePieceTokenizer from a `.model` file: DeBERTa-v3's (tokenizer_config.json names
+    DebertaV2Tokenizer), ALBERT's (its `[CLS]`…, lower-cased and accents stripped unless
+    tokenizer_config.json says otherwise) or fairseq's (XLM-R's `<s>`…, its pieces reordered to
+    fairseq's ids)."""
     with open(path, "rb") as f:
         data = f.read()
     pieces, model_type, normalizer = spm.read_model(data, path)
     names = [p for p, _, _ in pieces]
+    if str(settings.get("tokenizer_class", "")).startswith("DebertaV2"):  # DeBERTa-v3's spm.model
+        # transformers 5 reads its pieces into its own normaliser (no character map; NFC, runs of
+        # spaces); [MASK] follows the pieces (id 128,000 in the published models)
+        if "[MASK]" not in names:
+            pieces = [*pieces, ("[MASK]", 0.0, spm.CONTROL)]
+        unk = next(i for i, (_, _, kind) in enumerate(pieces) if kind == spm.UNKNOWN)
+        specials = _special_tokens(settings, {p for p, _, _ in pieces})
+        return SentencePieceTokenizer(spm.write_model(pieces, model_type, unk, spm.normalizer_spec()),
+                                      lowercase=bool(settings.get("do_lower_case", False)), special_tokens=specials,
+                                      packing="bert", spaces="runs", normalization="NFC")
     if "[CLS]" in names:  # ALBERT's convention: the ids are the model's
         specials = _special_tokens(settings, set(names))
         return SentencePieceTokenizer(data, lowercase=settings.get("do_lower_case", True),
@@ -112,11 +123,16 @@ def _from_tokenizer_json(path, data, settings):
         names = {p for p, _, _ in pieces}
         specials = _special_tokens(settings, names)
         replaced = [r for r in _steps(normalizer, "Replace") if r.get("pattern", {}).get("String") == "``"]
+        runs = [r for r in _steps(normalizer, "Replace") if r.get("pattern", {}).get("Regex") == r"\s{2,}|[\n\r\t]"]
+        stripped = [r for r in _steps(normalizer, "Strip") if r.get("strip_right")]
         return SentencePieceTokenizer(proto, lowercase=bool(_steps(normalizer, "Lowercase")),
                                       strip_accents=bool(_steps(normalizer, "StripAccents")),
                                       albert_quotes=bool(replaced), special_tokens=specials,
                                       packing=_packing(data, specials),
-                                      trailing_space=not _steps(data.get("pre_tokenizer"), "WhitespaceSplit"))
+                                      trailing_space=not (_steps(data.get("pre_tokenizer"), "WhitespaceSplit")
+                                                          or stripped),
+                                      spaces="runs" if runs else "all",  # DeBERTa-v3's (transformers 5)
+                                      normalization="NFC" if _steps(normalizer, "NFC") else None)
     if kind == "BPE" and _steps(data.get("pre_tokenizer"), "ByteLevel"):
         unsupported = [k for k in ("dropout", "continuing_subword_prefix", "end_of_word_suffix", "ignore_merges")
                        if model.get(k)]

@@ -49,11 +49,15 @@ SCRIPT = textwrap.dedent("""
     # DistilBERT-Base's shape with two of its six layers: the layers are alike, and its 66M
     # weights would be written once and read twice.
     # ModernBERT with a window of 2 positions either side, so its local layers' blocks matter on 8
-    # tokens (JAX and PyTorch fuse its attention, blocks folded into the batch; TensorFlow's is plain).
+    # tokens (JAX and PyTorch fuse its attention, blocks folded into the batch; TensorFlow's is plain);
+    # DeBERTa-v3 with 4 relative buckets each way reaching 8, so 8 tokens meet its log buckets.
     models = {"bert_tiny": kb.bert_tiny, "albert_base": kb.albert_base,
               "distilbert_base": lambda: kb.distilbert_base(num_hidden_layers=2), "heads": with_heads,
               "modernbert": lambda: kb.modernbert_base(vocab_size=1000, hidden_size=32, num_hidden_layers=3,
-                                                       num_attention_heads=2, intermediate_size=48, local_attention=4)}
+                                                       num_attention_heads=2, intermediate_size=48, local_attention=4),
+              "deberta": lambda: kb.models.deberta_v3_base(vocab_size=1000, hidden_size=32, num_hidden_layers=2,
+                                                           num_attention_heads=2, intermediate_size=48,
+                                                           position_buckets=4, max_relative_positions=8)}
 
     def attention_outputs():
         # MultiHeadSelfAttention fused (keras.ops.dot_product_attention) and plain, with and
@@ -139,8 +143,9 @@ def test_every_output_equals_tensorflows(outputs, backend):
     reference, others = outputs
     got = others[backend]
     assert (
-        set(got) == set(reference) and len(reference) == 2 + 2 + 1 + 7 + 1 + 4 + 1
-    )  # bert, albert, distilbert, heads (span: start and end), modernbert, attention fused and plain, compiled_call
+        set(got) == set(reference) and len(reference) == 2 + 2 + 1 + 7 + 1 + 1 + 4 + 1
+    )  # bert, albert, distilbert, heads (span: start and end), modernbert, deberta, attention fused and plain,
+    # compiled_call
     for key, want in reference.items():
         diff = float(np.max(np.abs(got[key] - want)))
         assert diff <= 1e-5, f"{backend} {key}: max |diff| {diff:.2e} > 1e-5"

@@ -1,8 +1,9 @@
-"""RoBERTa's, ALBERT's, ELECTRA's and ModernBERT's families from the command line, on raw text: a small
-random checkpoint with a vocabulary learned here (byte-level BPE; SentencePiece unigram; WordPiece, with
-ELECTRA's factorised embedding; ModernBERT's NFC byte-level BPE tokenizer.json, its local window
-4 positions either side) fine-tunes on the movie reviews, exports a SavedModel on raw strings that
-matches Keras, and answers through `keras-bert serve` as the saved model does."""
+"""RoBERTa's, ALBERT's, ELECTRA's, ModernBERT's and DeBERTa-v3's families from the command line, on
+raw text: a small random checkpoint with a vocabulary learned here (byte-level BPE; SentencePiece
+unigram; WordPiece, with ELECTRA's factorised embedding; ModernBERT's NFC byte-level BPE
+tokenizer.json, its local window 4 positions either side; DeBERTa-v3's SentencePiece, with
+log-bucketed relative positions) fine-tunes on the movie reviews, exports a SavedModel on raw
+strings that matches Keras, and answers through `keras-bert serve` as the saved model does."""
 
 import json
 
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.slow
 TEXTS = ["A wonderful, warm film.", "Dull and ``long''  —  I'd skip it.", "Café society, naïvely told"]
 
 
-@pytest.mark.parametrize("family", ["roberta", "albert", "electra", "modernbert"])
+@pytest.mark.parametrize("family", ["roberta", "albert", "electra", "modernbert", "deberta"])
 def test_a_family_fine_tunes_exports_and_serves_on_raw_text(family, few_reviews, tmp_path):
     import keras
     import tensorflow as tf
@@ -41,7 +42,8 @@ def test_a_family_fine_tunes_exports_and_serves_on_raw_text(family, few_reviews,
     served = tf.saved_model.load(str(exported / "saved_model" / "1"))
     got = served.signatures["serving_default"](text=tf.constant(TEXTS))["probabilities"].numpy()
     assert np.max(np.abs(got - want)) < 1e-5
-    assets = {"roberta": "vocab.json", "albert": "spiece.model", "electra": "vocab.txt", "modernbert": "vocab.json"}
+    assets = {"roberta": "vocab.json", "albert": "spiece.model", "electra": "vocab.txt", "modernbert": "vocab.json",
+              "deberta": "spiece.model"}
     assert (exported / "saved_model" / "1" / "assets" / assets[family]).is_file()
 
     with running_server([f"reviews={exported / 'saved_model'}"], str(tmp_path)) as (url, _):

@@ -133,6 +133,35 @@ def modernbert_model(vocab_size, seed=0, masked_lm=False):
     return model
 
 
+def deberta_tokenizer(folder):
+    """DeBERTa-v3's tokenizer as transformers 5 builds it from an spm.model's pieces (a SentencePiece
+    unigram learned here, [CLS] [SEP] [MASK] among its control pieces); its tokenizer.json saved."""
+    from transformers import DebertaV2Tokenizer
+
+    proto = _proto(sentencepiece_model("unigram", albert=True))
+    return DebertaV2Tokenizer(vocab=[(p.piece, p.score) for p in proto.pieces], unk_token="<unk>",
+                              pad_token="<pad>")
+
+
+def deberta_model(vocab_size, seed=0, masked_lm=False):
+    """A small random DeBERTa-v3: 8 relative buckets each way reaching 32 positions, so that texts
+    longer than 4 tokens meet the log buckets; every weight random."""
+    import torch
+    import transformers
+
+    config = transformers.DebertaV2Config(
+        vocab_size=vocab_size, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+        max_position_embeddings=128, relative_attention=True, position_buckets=8, max_relative_positions=32,
+        pos_att_type=["p2c", "c2p"], share_att_key=True, norm_rel_ebd="layer_norm", position_biased_input=False,
+        type_vocab_size=0, layer_norm_eps=1e-7, pad_token_id=0)
+    torch.manual_seed(seed)
+    model = (transformers.DebertaV2ForMaskedLM if masked_lm else transformers.DebertaV2Model)(config).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0.0, 0.3)
+    return model
+
+
 def random_model(kind, vocab_size, seed=0):
     """A small transformers model of `kind` ("albert", "roberta", "xlm-roberta", "bert", "electra"),
     every weight drawn at random so each matters."""
@@ -159,8 +188,9 @@ def random_model(kind, vocab_size, seed=0):
 
 
 def make_folder(folder, family):
-    """A checkpoint folder of `family` ("albert", "xlm-roberta", "roberta", "electra", "modernbert", "bert+xlmr": a BERT
-    model behind XLM-R's tokenizer, as paraphrase-multilingual-MiniLM-L12-v2); returns (HF tokenizer, model)."""
+    """A checkpoint folder of `family` ("albert", "xlm-roberta", "roberta", "electra", "modernbert", "deberta",
+    "bert+xlmr": a BERT model behind XLM-R's tokenizer, as paraphrase-multilingual-MiniLM-L12-v2); returns (HF
+    tokenizer, model)."""
     os.makedirs(folder, exist_ok=True)
     if family == "albert":
         data = sentencepiece_model("unigram", albert=True)
@@ -174,10 +204,13 @@ def make_folder(folder, family):
         tokenizer = wordpiece_tokenizer(folder)
     elif family == "modernbert":
         tokenizer = modernbert_tokenizer(folder)
+    elif family == "deberta":
+        tokenizer = deberta_tokenizer(folder)
     else:
         tokenizer = roberta_tokenizer(folder)
     tokenizer.save_pretrained(str(folder))
-    model = (modernbert_model(len(tokenizer)) if family == "modernbert"
+    special = {"modernbert": modernbert_model, "deberta": deberta_model}
+    model = (special[family](len(tokenizer)) if family in special
              else random_model(family.split("+")[0], len(tokenizer)))
     model.save_pretrained(str(folder))
     return tokenizer, model

@@ -52,6 +52,10 @@ class BertEncoder(EntryPoints, keras.Model):
         dtype: a Keras dtype policy for the layers ("mixed_bfloat16", …); `layers_dtype_policy`
             holds it (the functional model's own `dtype_policy` stays float32). The runtime picks
             the compiled path of `predict` from it (`runtime.compile_path.choose_jit_compile`).
+        shared_embeddings: a `BertEncoder` whose embedding layers (token, position and segment
+            tables, the embeddings' LayerNorm) this one uses as its own: ELECTRA's generator reads
+            the discriminator's (`pretraining.electra_generator`). Their E, vocabulary, positions
+            and segments must agree. Not part of `get_config`: the model holding both records it.
     Example:
         ```python
         import numpy as np
@@ -67,7 +71,8 @@ class BertEncoder(EntryPoints, keras.Model):
         Devlin et al., 2019 (https://arxiv.org/abs/1810.04805); Lan et al., 2020 (ALBERT)
     """
 
-    def __init__(self, config=None, output_hidden_states=False, output_attentions=False, dtype=None, **kwargs):
+    def __init__(self, config=None, output_hidden_states=False, output_attentions=False, dtype=None,
+                 shared_embeddings=None, **kwargs):
         # The architecture is declared once, in EncoderConfig: its fields come as keyword
         # arguments (what get_config saves, and `BertEncoder(hidden_size=...)`) or as `config`.
         fields = {name: kwargs.pop(name) for name in ENCODER_FIELDS if name in kwargs}
@@ -75,19 +80,23 @@ class BertEncoder(EntryPoints, keras.Model):
         emb_size = config.embedding_size or config.hidden_size
         init = keras.initializers.TruncatedNormal
         # === Layers ===
-        token_embedding = TokenEmbedding(config.vocab_size, emb_size, config.initializer_range,
-                                         name="token_embedding", dtype=dtype)
-        position_embedding = PositionEmbedding(
-            config.max_position_embeddings, "learned", config.position_offset, config.initializer_range,
-            name="position_embedding", dtype=dtype)
-        segment_embedding = (
-            SegmentEmbedding(config.type_vocab_size, emb_size, config.initializer_range,
-                             name="segment_embedding", dtype=dtype)
-            if config.type_vocab_size else None
-        )
+        if shared_embeddings is not None:
+            token_embedding, position_embedding, segment_embedding, embeddings_layer_norm = _shared(
+                config, shared_embeddings)
+        else:
+            token_embedding = TokenEmbedding(config.vocab_size, emb_size, config.initializer_range,
+                                             name="token_embedding", dtype=dtype)
+            position_embedding = PositionEmbedding(
+                config.max_position_embeddings, "learned", config.position_offset, config.initializer_range,
+                name="position_embedding", dtype=dtype)
+            segment_embedding = (
+                SegmentEmbedding(config.type_vocab_size, emb_size, config.initializer_range,
+                                 name="segment_embedding", dtype=dtype)
+                if config.type_vocab_size else None
+            )
+            embeddings_layer_norm = keras.layers.LayerNormalization(
+                epsilon=config.layer_norm_eps, name="embeddings_layer_norm", dtype=dtype)
         embeddings_add = keras.layers.Add(name="embeddings_add", dtype=dtype)
-        embeddings_layer_norm = keras.layers.LayerNormalization(
-            epsilon=config.layer_norm_eps, name="embeddings_layer_norm", dtype=dtype)
         embeddings_dropout = keras.layers.Dropout(config.hidden_dropout_prob, name="embeddings_dropout",
                                                   dtype=dtype)
         projection = (
@@ -191,6 +200,26 @@ class BertEncoder(EntryPoints, keras.Model):
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.saving.deserialize_keras_object(config["dtype"])
         return cls(**config)
+
+
+def _shared(config, encoder):
+    """The embedding layers of `encoder` (a BertEncoder) for an encoder of `config`, which must read
+    the same tables: (token, position, segment or None, embeddings LayerNorm)."""
+    if not isinstance(encoder, BertEncoder):
+        raise ValueError(f"shared_embeddings takes a BertEncoder, not {type(encoder).__name__}.")
+    theirs = encoder.config
+    fields = ("vocab_size", "max_position_embeddings", "type_vocab_size", "position_offset", "layer_norm_eps")
+    differ = [f"{f} {getattr(config, f)} and {getattr(theirs, f)}" for f in fields
+              if getattr(config, f) != getattr(theirs, f)]
+    width = config.embedding_size or config.hidden_size
+    if width != (theirs.embedding_size or theirs.hidden_size):
+        differ.append(f"embedding width {width} and {theirs.embedding_size or theirs.hidden_size}")
+    if differ:
+        raise ValueError(f"shared_embeddings: the two encoders' embeddings differ ({'; '.join(differ)}); a generator "
+                         "reading the discriminator's tables needs its embedding_size and the rest equal.")
+    segment = encoder.get_layer("segment_embedding") if theirs.type_vocab_size else None
+    return (encoder.token_embedding, encoder.get_layer("position_embedding"), segment,
+            encoder.get_layer("embeddings_layer_norm"))
 
 
 def encoder_class(config):

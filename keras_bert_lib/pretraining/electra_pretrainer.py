@@ -32,6 +32,27 @@ def generator_config(config, divisor=4):
                           embedding_size=config.embedding_size or config.hidden_size)
 
 
+def electra_generator(discriminator, divisor=4, dtype=None):
+    """ELECTRA's generator for `discriminator` (an `ElectraDiscriminator`): a masked LM `divisor`
+    times narrower (`generator_config`) that reads the discriminator's embedding layers (token,
+    position and segment tables, their LayerNorm) as its own, as the paper ties them; its E → H
+    projection, blocks and MLM head are its own.
+
+    Example:
+        ```python
+        from keras_bert_lib import electra_small
+        from keras_bert_lib.pretraining import ElectraDiscriminator, electra_generator
+        discriminator = ElectraDiscriminator(electra_small(num_hidden_layers=1, vocab_size=100))
+        generator = electra_generator(discriminator)
+        assert generator.encoder.token_embedding is discriminator.encoder.token_embedding
+        ```
+    """
+    encoder = discriminator.encoder
+    shape = generator_config(encoder.config, divisor)
+    return BertPretrainer(type(encoder)(shape, dtype=dtype, name="generator", shared_embeddings=encoder),
+                          sentence_task=None)
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
 class ElectraPretrainer(EntryPoints, keras.Model):
     """ELECTRA's pre-training: the generator fills the masked positions, the discriminator finds them.
@@ -41,8 +62,9 @@ class ElectraPretrainer(EntryPoints, keras.Model):
         loss = L_MLM(G) + λ · L_Disc(D)         L_Disc: binary cross-entropy over every real token, λ = 50
 
     A token is "replaced" where the sample differs from the original; a sample that guessed right
-    counts as original (Clark et al. 2020, §2). The generator and the discriminator keep their own
-    embeddings here (the paper shares them); the discriminator is what one fine-tunes afterwards.
+    counts as original (Clark et al. 2020, §2). The generator may read the discriminator's embedding
+    layers (`electra_generator`, the paper's tied embeddings: the discriminator's tables then learn
+    from both losses) or keep its own; the discriminator is what one fine-tunes afterwards.
 
     Args:
         generator: a `BertPretrainer` with `sentence_task=None` (its MLM head).
@@ -63,13 +85,10 @@ class ElectraPretrainer(EntryPoints, keras.Model):
     Example:
         ```python
         import numpy as np
-        from keras_bert_lib import BertPretrainer, build_encoder, electra_small
-        from keras_bert_lib.pretraining import ElectraDiscriminator, ElectraPretrainer
-        from keras_bert_lib.pretraining.electra_pretrainer import generator_config
+        from keras_bert_lib import electra_small
+        from keras_bert_lib.pretraining import ElectraDiscriminator, ElectraPretrainer, electra_generator
         discriminator = ElectraDiscriminator(electra_small(num_hidden_layers=1, vocab_size=100))
-        generator = BertPretrainer(build_encoder(generator_config(discriminator.encoder.config), name="generator"),
-                                   sentence_task=None)
-        pretrainer = ElectraPretrainer(generator, discriminator, seed=0)
+        pretrainer = ElectraPretrainer(electra_generator(discriminator), discriminator, seed=0)
         pretrainer.compile(optimizer="adamw")
         x = {"token_ids": np.array([[2, 4, 9, 3]] * 2), "segment_ids": np.zeros((2, 4), "int32"),
              "padding_mask": np.ones((2, 4), "int32"), "masked_positions": np.array([[1], [2]])}
@@ -152,15 +171,28 @@ class ElectraPretrainer(EntryPoints, keras.Model):
                                        sample_weight=ops.reshape(real, (-1,)))
         return mlm_loss + self.rtd_weight * rtd_loss
 
+    @property
+    def shares_embeddings(self):
+        """Whether the generator reads the discriminator's embedding layers (`electra_generator`)."""
+        return self.generator.encoder.token_embedding is self.discriminator.encoder.token_embedding
+
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable,
                 "generator": keras.saving.serialize_keras_object(self.generator),
                 "discriminator": keras.saving.serialize_keras_object(self.discriminator),
-                "rtd_weight": self.rtd_weight, "seed": self.seed}
+                "rtd_weight": self.rtd_weight, "seed": self.seed, "shared_embeddings": self.shares_embeddings}
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        for key in ("generator", "discriminator"):
-            config[key] = keras.saving.deserialize_keras_object(config[key])
-        return cls(**config)
+        shared = config.pop("shared_embeddings", False)
+        discriminator = keras.saving.deserialize_keras_object(config.pop("discriminator"))
+        generator = config.pop("generator")
+        if shared:  # the generator's encoder again, on the discriminator's embedding layers
+            saved = generator["config"]
+            encoder = type(discriminator.encoder).from_config({**saved["encoder"]["config"],
+                                                              "shared_embeddings": discriminator.encoder})
+            generator = BertPretrainer(encoder, sentence_task=None, name=saved["name"])
+        else:
+            generator = keras.saving.deserialize_keras_object(generator)
+        return cls(generator, discriminator, **config)

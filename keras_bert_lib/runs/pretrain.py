@@ -16,8 +16,7 @@ from keras_bert_lib.data import build_pretraining_datasets
 from keras_bert_lib.data.pretraining_instances import check_documents
 from keras_bert_lib.file_checks import check_utf8
 from keras_bert_lib.models import build_encoder, save_checkpoint, save_model_file
-from keras_bert_lib.pretraining import BertPretrainer, ElectraDiscriminator, ElectraPretrainer
-from keras_bert_lib.pretraining.electra_pretrainer import generator_config
+from keras_bert_lib.pretraining import BertPretrainer, ElectraDiscriminator, ElectraPretrainer, electra_generator
 from keras_bert_lib.text import (
     BytePairTokenizer,
     SentencePieceTokenizer,
@@ -181,11 +180,10 @@ def _pretrain(config):
         shape = encoder_config(config, tokenizer.vocabulary_size())
         if shape.family == "modernbert":  # its config.json names the padding id transformers' embedding skips
             shape = shape.replace(pad_token_id=tokenizer.pad_id)
-        if config.objective == "rtd":  # ELECTRA: the preset as the discriminator, a narrower generator
-            shape = shape.replace(with_pooler=False, family="electra")
-            generator = BertPretrainer(build_encoder(generator_config(shape), dtype=config.dtype, name="generator"),
-                                       sentence_task=None)
-            pretrainer = ElectraPretrainer(generator, ElectraDiscriminator(build_encoder(shape, dtype=config.dtype)),
+        if config.objective == "rtd":  # ELECTRA: the preset as discriminator, a narrower generator on its embeddings
+            discriminator = ElectraDiscriminator(build_encoder(shape.replace(with_pooler=False, family="electra"),
+                                                               dtype=config.dtype))
+            pretrainer = ElectraPretrainer(electra_generator(discriminator, dtype=config.dtype), discriminator,
                                            seed=config.seed)
         else:
             pretrainer = BertPretrainer(build_encoder(shape, dtype=config.dtype), sentence_task=config.sentence_task)

@@ -1,7 +1,9 @@
 """ELECTRA's pre-training: the sampler puts the generator's samples at the masked positions, as
-its softmax says; the loss and metrics equal a NumPy computation on the same outputs; a model
-saved as .keras loads with its generator and discriminator; `keras-bert pretrain --objective rtd`
-on the built-in corpus learns to find the replaced tokens (held-out AUC well above 0.5)."""
+its softmax says; the generator reads the discriminator's embedding tables, one set of variables
+that both losses train; the loss and metrics equal a NumPy computation on the same outputs; a model
+saved as .keras loads with its generator and discriminator, the tables still shared;
+`keras-bert pretrain --objective rtd` on the built-in corpus learns to find the replaced tokens
+(held-out AUC well above 0.5)."""
 
 import json
 
@@ -11,7 +13,7 @@ import pytest
 
 import keras_bert_lib as kb
 from keras_bert_lib import BertPretrainer
-from keras_bert_lib.pretraining import ElectraDiscriminator, ElectraPretrainer, ReplacedTokenSampler
+from keras_bert_lib.pretraining import ElectraDiscriminator, ElectraPretrainer, ReplacedTokenSampler, electra_generator
 from keras_bert_lib.pretraining.electra_pretrainer import generator_config
 
 
@@ -28,13 +30,39 @@ def test_the_sampler_places_samples_at_real_masked_positions_as_often_as_the_sof
     np.testing.assert_array_equal(corrupted[:, [0, 2, 4]], ids[:, [0, 2, 4]])  # [CLS] and unmasked kept
 
 
-def _pretrainer(vocab=40):
+def _pretrainer(vocab=40, shared=True):
     discriminator = ElectraDiscriminator(kb.electra_small(num_hidden_layers=1, vocab_size=vocab, hidden_size=32,
                                                           embedding_size=16, num_attention_heads=2,
                                                           intermediate_size=64, max_position_embeddings=16))
-    generator = BertPretrainer(kb.build_encoder(generator_config(discriminator.encoder.config), name="generator"),
-                               sentence_task=None)
+    generator = (electra_generator(discriminator) if shared else
+                 BertPretrainer(kb.build_encoder(generator_config(discriminator.encoder.config), name="generator"),
+                                sentence_task=None))
     return ElectraPretrainer(generator, discriminator, seed=0)
+
+
+def _batch():
+    x = {"token_ids": np.array([[2, 4, 5, 6, 3]] * 4, "int32"), "segment_ids": np.zeros((4, 5), "int32"),
+         "padding_mask": np.ones((4, 5), "int32"), "masked_positions": np.array([[1, 2]] * 4, "int32")}
+    return x, {"mlm_logits": np.array([[9, 10]] * 4)}, {"mlm_logits": np.ones((4, 2))}
+
+
+def test_the_generator_reads_the_discriminators_tables_and_both_losses_train_them():
+    model, separate = _pretrainer(), _pretrainer(shared=False)
+    tables = ("token_embedding", "position_embedding", "segment_embedding", "embeddings_layer_norm")
+    for name in tables:
+        assert model.generator.encoder.get_layer(name) is model.discriminator.encoder.get_layer(name)
+    assert model.shares_embeddings and not separate.shares_embeddings
+    assert len(model.weights) == len(separate.weights) - 5  # one set of tables: word, position, segment, γ, β
+    assert model.generator.encoder.get_layer("embedding_projection").kernel.shape == (16, 8)  # E → its own H
+    before = np.array(model.discriminator.encoder.token_embedding.embeddings)
+    model.compile(optimizer=keras.optimizers.SGD(1.0), jit_compile=False)
+    model.train_on_batch(*_batch())
+    after = model.generator.encoder.token_embedding.embeddings
+    assert not np.allclose(before[[9, 10]], np.asarray(after)[[9, 10]])  # the generator's MLM targets moved it
+    with pytest.raises(ValueError, match="embeddings differ .*embedding width 32 and 16"):
+        kb.BertEncoder(kb.PRESETS["electra_small"].replace(embedding_size=None, hidden_size=32, num_attention_heads=2,
+                                                           vocab_size=40, max_position_embeddings=16),
+                       shared_embeddings=model.discriminator.encoder)
 
 
 def test_the_loss_and_metrics_are_mlm_plus_fifty_times_the_discriminators_cross_entropy():
@@ -70,15 +98,15 @@ def test_the_loss_and_metrics_are_mlm_plus_fifty_times_the_discriminators_cross_
 def test_a_fitted_pretrainer_saved_as_keras_loads_with_both_models(tmp_path):
     model = _pretrainer()
     model.compile(optimizer="adamw", jit_compile=False)
-    x = {"token_ids": np.array([[2, 4, 5, 6, 3]] * 4, "int32"), "segment_ids": np.zeros((4, 5), "int32"),
-         "padding_mask": np.ones((4, 5), "int32"), "masked_positions": np.array([[1, 2]] * 4, "int32")}
-    model.fit(x, {"mlm_logits": np.array([[9, 10]] * 4)}, sample_weight={"mlm_logits": np.ones((4, 2))},
-              epochs=1, verbose=0)
+    x, y, w = _batch()
+    model.fit(x, y, sample_weight=w, epochs=1, verbose=0)
     model.save(tmp_path / "electra.keras")
     again = keras.saving.load_model(tmp_path / "electra.keras")
     assert isinstance(again.discriminator, ElectraDiscriminator) and again.generator.sentence_task is None
-    for a, b in zip(model.discriminator.get_weights(), again.discriminator.get_weights(), strict=True):
-        np.testing.assert_array_equal(a, b)
+    assert again.shares_embeddings
+    for part in ("discriminator", "generator"):
+        for a, b in zip(getattr(model, part).get_weights(), getattr(again, part).get_weights(), strict=True):
+            np.testing.assert_array_equal(a, b)
     with pytest.raises(ValueError, match="computes its own loss"):
         again.compile(loss="mse")
 

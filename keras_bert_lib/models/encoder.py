@@ -55,7 +55,8 @@ class BertEncoder(EntryPoints, keras.Model):
         shared_embeddings: a `BertEncoder` whose embedding layers (token, position and segment
             tables, the embeddings' LayerNorm) this one uses as its own: ELECTRA's generator reads
             the discriminator's (`pretraining.electra_generator`). Their E, vocabulary, positions
-            and segments must agree. Not part of `get_config`: the model holding both records it.
+            and segments must agree. `get_config` saves None (an encoder is not a config value):
+            the model holding both records the sharing (`ElectraPretrainer`).
     Example:
         ```python
         import numpy as np
@@ -192,6 +193,7 @@ class BertEncoder(EntryPoints, keras.Model):
             **self.config.to_dict(),
             "output_hidden_states": self.output_hidden_states,
             "output_attentions": self.output_attentions,
+            "shared_embeddings": None,
         }
 
     @classmethod

@@ -21,6 +21,8 @@ def export_saved_model(model, base_dir, preprocessor=None, version=1, pair=None)
             sequence length are truncated (as the preprocessor says for pairs); invalid UTF-8 bytes are dropped.
             Without a preprocessor it is the same as `serving_ids`.
         `serving_ids`: int32 `token_ids`, `segment_ids`, `padding_mask` of shape (B, T).
+        `token_counts` (with a preprocessor): the strings `serving_default` takes → int32 (B,), the
+            tokens the model reads of each text ([CLS] and [SEP]s included): a server's usage counts.
     Both return the task's named outputs (`export.signatures.output_names`): `probabilities` and
     `label` (and `class_name`, the label's name, for a classifier built with `class_names`, as
     every fine-tuning run's is) for a classifier, `embeddings`, `score` (cross-encoder), `start_logits`/`end_logits`,
@@ -58,7 +60,7 @@ def export_saved_model(model, base_dir, preprocessor=None, version=1, pair=None)
     os.makedirs(os.fspath(base_dir), exist_ok=True)
     staging = tempfile.mkdtemp(dir=os.fspath(base_dir), prefix=f".{version}-")
     try:
-        tf.saved_model.save(module, staging, signatures=module.signatures())
+        tf.saved_model.save(module, staging, signatures={**module.signatures(), **module.token_count_signature()})
         default_mode(staging)  # mkdtemp's 0700 would keep TF Serving, running as another user, out
         os.replace(staging, target)
     except BaseException:
@@ -83,10 +85,12 @@ def saved_model_versions(base_dir):
             if v.isdigit() and os.path.isfile(os.path.join(base_dir, v, "saved_model.pb"))}
 
 
-def load_text_signature(path):
+def load_text_signature(path, token_counts=False):
     """(the `serving_default` signature, its string input names, its output names) of the
     SavedModel version folder `path`, with tensorflow-text's ops registered first; a ValueError
     if the signature does not take raw strings. Inputs are ("text",) or ("text", "text_pair").
+    With `token_counts`, a fourth item: its `token_counts` signature, or None where it was exported
+    without one (by an earlier version of this library).
 
     Example:
         ```python
@@ -97,13 +101,15 @@ def load_text_signature(path):
     from keras_bert_lib.text.tf_text import import_tensorflow_text
 
     import_tensorflow_text("A SavedModel on raw strings")
-    signature = tf.saved_model.load(path).signatures.get("serving_default")
+    signatures = tf.saved_model.load(path).signatures
+    signature = signatures.get("serving_default")
     specs = signature.structured_input_signature[1] if signature is not None else {}
     if not specs or any(spec.dtype != tf.string for spec in specs.values()):
         raise ValueError(f"{path}: its serving_default does not take raw strings; export the model with its "
                          "preprocessor (keras-bert export --format saved_model).")
     inputs = tuple(n for n in ("text", "text_pair") if n in specs) or tuple(sorted(specs))
-    return signature, inputs, tuple(sorted(signature.structured_outputs))
+    found = signature, inputs, tuple(sorted(signature.structured_outputs))
+    return (*found, signatures.get("token_counts")) if token_counts else found
 
 
 def saved_model_dtype(path):

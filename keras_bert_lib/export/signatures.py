@@ -182,6 +182,7 @@ class ServingModule(tf.Module):
         if self.preprocessor is not None:
             text_spec = {k: tf.TensorSpec((None,), tf.string, name=k) for k in self.text_names}
             self.text = tf.function(self._text, input_signature=[text_spec])
+            self.token_counts = tf.function(self._token_counts, input_signature=[text_spec])
 
     @property
     def model(self):
@@ -193,6 +194,11 @@ class ServingModule(tf.Module):
         ids = self.preprocessor(parts if len(parts) == 2 else parts[0])
         return self.ids({k: tf.cast(ids[k], tf.int32) for k in ID_NAMES})
 
+    def _token_counts(self, texts):
+        parts = tuple(utf8_or_replaced(texts[k]) for k in self.text_names)
+        ids = self.preprocessor(parts if len(parts) == 2 else parts[0])
+        return {"token_counts": tf.reduce_sum(tf.cast(ids["padding_mask"], tf.int32), axis=1)}
+
     def _named(self, outputs):
         if self.class_names is None:
             return outputs
@@ -203,3 +209,9 @@ class ServingModule(tf.Module):
         ids = self.ids.get_concrete_function()
         default = self.text.get_concrete_function() if self.preprocessor is not None else ids
         return {"serving_default": default, "serving_ids": ids}
+
+    def token_count_signature(self):
+        """{"token_counts": strings → int32 (B,), the tokens the model reads of each text, [CLS] and
+        [SEP]s included, cut as `serving_default` cuts} with a preprocessor, else {}: what a server
+        reports as usage (OpenAI's `prompt_tokens`)."""
+        return {"token_counts": self.token_counts.get_concrete_function()} if self.preprocessor is not None else {}

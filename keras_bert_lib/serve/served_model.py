@@ -40,12 +40,12 @@ class ServedModel(Model):
     def __init__(self, name, path, max_batch_size=32, batch_timeout_micros=2000, limits=Limits(), on_batch=None):
         super().__init__(name)
         self.path, self.limits = path, limits
-        self.signature = self.inputs = self.outputs = None
+        self.signature = self.inputs = self.outputs = self.counter = None
         self.precision = None
         self.batcher = Batcher(self._run, max_batch_size, batch_timeout_micros, on_batch)
 
     def load(self):
-        self.signature, self.inputs, self.outputs = load_text_signature(self.path)
+        self.signature, self.inputs, self.outputs, self.counter = load_text_signature(self.path, token_counts=True)
         self.precision = saved_model_precision(self.path)
         self._run([[{name: "a" for name in self.inputs}]])  # the first call traces: not a client's wait
         self.ready = True
@@ -68,6 +68,14 @@ class ServedModel(Model):
         merged = self._call([row for rows in requests for row in rows])
         starts = np.cumsum([0] + [len(rows) for rows in requests])
         return [merged[a:b] for a, b in zip(starts[:-1], starts[1:])]
+
+    def token_counts(self, rows):
+        """The tokens the model reads of each row ([CLS] and [SEP]s included), or None where the
+        SavedModel has no `token_counts` signature (exported before it existed)."""
+        if self.counter is None:
+            return None
+        feed = {name: tf.constant([row[name].encode("utf-8", "replace") for row in rows]) for name in self.inputs}
+        return [int(n) for n in self.counter(**feed)["token_counts"].numpy()]
 
     def _call(self, rows):
         feed = {name: tf.constant([row[name].encode("utf-8", "replace") for row in rows]) for name in self.inputs}

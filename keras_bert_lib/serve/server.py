@@ -174,6 +174,7 @@ def serve(specs, host="127.0.0.1", port=8501, max_batch_size=32, batch_timeout_m
         from kserve.model_server import ModelServer, app
         from prometheus_client import Histogram
 
+        from keras_bert_lib.serve.client_apis import add_client_routes
         from keras_bert_lib.serve.routes import QuietRESTServer, add_routes
         from keras_bert_lib.serve.served_model import ServedModel
     finally:
@@ -196,6 +197,7 @@ def serve(specs, host="127.0.0.1", port=8501, max_batch_size=32, batch_timeout_m
             if version == spec.default:
                 server.register_model(model, f"{spec.name}@{version}")
     add_routes(app, server.dataplane, specs)
+    add_client_routes(app, server.dataplane, specs)  # OpenAI's /v1/embeddings and /v1/models, TEI's /embed, /rerank
     served = [spec.name + (f" (versions {', '.join(map(str, sorted(spec.versions)))})" if len(spec.versions) > 1
                            else "") for spec in specs]
     rest = QuietRESTServer("kserve.model_server:app", server.dataplane, server.model_repository_extension, port,

@@ -28,6 +28,7 @@ def served(tmp_path_factory):
                                           attention_probs_dropout_prob=0.0),
                                 preprocessor=_preprocessor(), normalize=False)
     reranker = CrossEncoder(_tiny(), preprocessor=_preprocessor())
+    embedder.inference_dtype = reranker.inference_dtype = None  # float32, as the exported SavedModels compute
     models = {"embedder": (embedder, False), "reranker": (reranker, True),
               "classifier": (TextClassifier(_tiny(), 2, preprocessor=_preprocessor()), False)}
     for name, (model, pair) in models.items():

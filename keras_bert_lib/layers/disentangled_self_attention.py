@@ -6,7 +6,7 @@ import keras
 from keras import ops
 
 from keras_bert_lib.layers.masks import attention_bias
-from keras_bert_lib.layers.multi_head_self_attention import output_rows
+from keras_bert_lib.layers.multi_head_self_attention import attention_output_spec
 
 
 def relative_position_buckets(length, buckets=256, max_position=512):
@@ -121,12 +121,7 @@ class DisentangledSelfAttention(keras.layers.Layer):
 
     def compute_output_spec(self, x, relative_embeddings=None, padding_mask=None, training=None,
                             return_attention_scores=False, output_range=None):
-        batch, length = x.shape[0], x.shape[1]
-        rows = output_rows(length, output_range)
-        output = keras.KerasTensor((batch, rows, x.shape[2]), dtype=self.compute_dtype)
-        if not return_attention_scores:
-            return output
-        return output, keras.KerasTensor((batch, self.num_heads, rows, length), dtype=self.compute_dtype)
+        return attention_output_spec(x, self.num_heads, self.compute_dtype, return_attention_scores, output_range)
 
     def get_config(self):
         return {**super().get_config(), "num_heads": self.num_heads, "position_buckets": self.position_buckets,

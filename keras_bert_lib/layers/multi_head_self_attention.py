@@ -31,6 +31,26 @@ def output_rows(length, output_range):
     return output_range if length is None else min(length, output_range)
 
 
+def attention_output_spec(x, num_heads, dtype, return_attention_scores=False, output_range=None):
+    """The output (B, T', H) of a self-attention layer on `x` (B, T, H), and with
+    `return_attention_scores` its probabilities (B, A, T', T), T' the rows `output_range` keeps.
+
+    Example:
+        ```python
+        import keras
+        from keras_bert_lib.layers.multi_head_self_attention import attention_output_spec
+        out, probs = attention_output_spec(keras.KerasTensor((2, 6, 8)), 2, "float32", True, output_range=1)
+        out.shape, probs.shape   # ((2, 1, 8), (2, 2, 1, 6))
+        ```
+    """
+    batch, length = x.shape[0], x.shape[1]
+    rows = output_rows(length, output_range)
+    output = keras.KerasTensor((batch, rows, x.shape[2]), dtype=dtype)
+    if not return_attention_scores:
+        return output
+    return output, keras.KerasTensor((batch, num_heads, rows, length), dtype=dtype)
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
 class MultiHeadSelfAttention(keras.layers.Layer):
     """Scaled dot-product self-attention with A heads: softmax(QKᵀ/√d_k + bias)·V, then Wᴼ.
@@ -152,12 +172,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     def compute_output_spec(self, x, padding_mask=None, attention_mask=None, training=None,
                             return_attention_scores=False, output_range=None):
         # From shapes alone: tracing `call` to learn them made building an encoder 3× slower.
-        batch, length = x.shape[0], x.shape[1]
-        queries = output_rows(length, output_range)
-        output = keras.KerasTensor((batch, queries, x.shape[2]), dtype=self.compute_dtype)
-        if not return_attention_scores:
-            return output
-        return output, keras.KerasTensor((batch, self.num_heads, queries, length), dtype=self.compute_dtype)
+        return attention_output_spec(x, self.num_heads, self.compute_dtype, return_attention_scores, output_range)
 
     def get_config(self):
         return {**super().get_config(), "num_heads": self.num_heads,

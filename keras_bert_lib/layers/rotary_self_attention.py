@@ -5,7 +5,7 @@ import math
 import keras
 from keras import ops
 
-from keras_bert_lib.layers.masks import MASK_VALUE, attention_bias
+from keras_bert_lib.layers.masks import MASK_VALUE, attention_bias, merge_masks
 from keras_bert_lib.layers.multi_head_self_attention import IMPLEMENTATIONS, attention_output_spec
 from keras_bert_lib.layers.rotary_embedding import RotaryEmbedding
 
@@ -128,11 +128,8 @@ class RotarySelfAttention(keras.layers.Layer):
             rows, keys = ops.arange(ops.shape(q)[1]), ops.arange(ops.shape(k)[1])
             distance = ops.expand_dims(rows, 1) - ops.expand_dims(keys, 0)  # expand_dims: TFLite has no new axes
             band = ops.expand_dims(ops.abs(distance) <= self.window, 0)  # (1, Tq, S)
-            if padding_mask is not None:
-                band = ops.logical_and(band, ops.expand_dims(ops.cast(padding_mask, "bool"), 1))
-        mask = band if band is not None else (
-            None if padding_mask is None else ops.expand_dims(ops.cast(padding_mask, "bool"), 1))
-        bias = attention_bias(None, band) if band is not None else attention_bias(padding_mask)
+        mask = merge_masks(padding_mask, band)  # (B|1, 1|Tq, S) or None
+        bias = attention_bias(padding_mask, band)
         return self._attend(q, k, v, bias, None if mask is None else ops.expand_dims(mask, 1), training, fused)
 
     def _local(self, q, k, v, padding_mask, training, fused):

@@ -163,7 +163,8 @@ def name_rows(fmt, model_type, config, task=None):
 def _leftover_problems(checkpoint, used, known):
     problems, task_heads = [], []
     ignored = maps.GOOGLE_IGNORED if checkpoint.format == "tf1" else ()
-    task_patterns = maps.GOOGLE_TASK_HEADS if checkpoint.format == "tf1" else maps.HF_TASK_HEADS
+    task_patterns = maps.GOOGLE_TASK_HEADS if checkpoint.format == "tf1" else (
+        maps.HF_TASK_HEADS + maps.HF_FAMILY_TASK_HEADS.get(checkpoint.model_type, ()))
     tensors = checkpoint.tensors
     for name in sorted(set(tensors) - used - known):
         if maps.is_ignored(name, ignored):

@@ -236,6 +236,8 @@ HF_TIED_OR_BUFFERS = {
 # Fine-tuning heads of *ForSequenceClassification, *ForTokenClassification and
 # *ForQuestionAnswering checkpoints: left out with a warning, like Google's above.
 HF_TASK_HEADS = (r"^classifier\.", r"^pre_classifier\.", r"^qa_outputs\.")
+# A family's own fine-tuning heads, beside those.
+HF_FAMILY_TASK_HEADS = {"deberta-v2": deberta.TASK_HEADS}
 # The sequence-classification head of BertForSequenceClassification and AlbertForSequenceClassification:
 # dropout and one dense layer on the pooler, outside the model prefix. (RoBERTa's and DistilBERT's
 # heads are two layers on the first token: another function.)

@@ -39,4 +39,7 @@ HEADS = [  # DebertaV2ForMaskedLM's head as transformers writes it (legacy=True,
     ("mlm_head/output_bias", "cls.predictions.bias", KEEP),
 ]
 PREFIX = "deberta."
+# DebertaV2ForSequenceClassification's context pooler (dense + GELU on [CLS]) sits outside the prefix,
+# beside its classifier: a fine-tuning head, left out with a warning (a BERT folder's `pooler.` is its encoder's).
+TASK_HEADS = (r"^pooler\.",)
 ARCHITECTURE = ("DebertaV2Model", None, "DebertaV2ForMaskedLM")

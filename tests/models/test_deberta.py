@@ -193,3 +193,19 @@ def test_a_deberta_classifier_exports_to_every_format_with_keras_outputs(tmp_pat
     rows = parity_report(classifier, exported, check_batch(classifier))
     assert [r["artefact"] for r in rows][1:] == ["saved_model", "tflite", "onnx", "openvino"], rows
     assert all(r["cosine"] > 0.999 and r["agreement"] == 1.0 for r in rows[1:]), rows
+
+
+def test_a_sequence_classification_folder_loads_its_encoder_and_names_the_head_it_leaves_out(tmp_path, caplog):
+    """DebertaV2ForSequenceClassification: its context pooler and classifier are a fine-tuning head."""
+    hf = families.deberta_model(60, masked_lm=False)
+    classifier = transformers.DebertaV2ForSequenceClassification(hf.config).eval()
+    classifier.deberta.load_state_dict(hf.state_dict())
+    classifier.save_pretrained(tmp_path)
+    batch = _batch()
+    with caplog.at_level("WARNING"):
+        encoder = load_checkpoint(tmp_path)
+    assert "pooler.dense.weight" in caplog.text and "classifier.weight" in caplog.text
+    with torch.no_grad():
+        states = hf(input_ids=torch.from_numpy(batch["token_ids"].astype("int64")),
+                    attention_mask=torch.from_numpy(batch["padding_mask"].astype("int64"))).last_hidden_state.numpy()
+    assert _gap(encoder.predict_on_batch(batch)["sequence_output"], states, batch["padding_mask"]) <= 1e-4

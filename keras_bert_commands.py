@@ -52,14 +52,15 @@ COMMANDS = (
      "L2-normalised, as sentence-transformers), an embed run's folder or its SavedModel, streaming, in input "
      "order. Output is .npy (one row per input row), .parquet, .jsonl or .csv, written in shards: killed, the "
      "same command continues after the last finished shard."),
-    ("serve", "serve exported SavedModels on TF Serving's REST API and KServe's V2 protocol, batching requests",
+    ("serve", "serve models on TF Serving's REST API, KServe's V2, OpenAI's and TEI's embedding APIs, batching",
      "Serves exported SavedModels (keras-bert export --format saved_model), TF Serving's model folders of "
-     "versions, models.config files, or fine-tuning run folders (exported on start) through KServe's "
-     "ModelServer (the serve extra): POST /v1/models/NAME:predict with TF Serving's REST body ({\"instances\": "
-     "[...]} or {\"inputs\": ...}), /v1/models/NAME/versions/N:predict, the Open Inference Protocol on "
-     "/v2/models/NAME/infer, readiness on /v2/health/ready and Prometheus metrics on /metrics. Requests that "
-     "arrive together run as one batch, each padded to its longest text. SIGTERM or Ctrl-C finishes the "
-     "requests in flight, then stops."),
+     "versions, models.config files, or fine-tuning run folders (on their Keras model, the path predict takes, "
+     "in --dtype) through KServe's ModelServer (the serve extra): POST /v1/models/NAME:predict with TF "
+     "Serving's REST body ({\"instances\": [...]} or {\"inputs\": ...}), /v1/models/NAME/versions/N:predict, "
+     "the Open Inference Protocol on /v2/models/NAME/infer, OpenAI's /v1/embeddings and /v1/models, TEI's "
+     "/embed and /rerank, readiness on /v2/health/ready and Prometheus metrics on /metrics. Requests that "
+     "arrive together run as one batch, by texts and tokens, each padded to its longest text. SIGTERM or "
+     "Ctrl-C finishes the requests in flight, then stops."),
     ("attention", "draw a checkpoint's attention on a text or a pair: a PNG and an offline HTML page",
      "Runs a checkpoint folder on one text (or a pair) and writes <output>/attention.png (one layer's heads as "
      "heat maps on one colour scale) and <output>/attention.html (every layer and head: a head view and a "

@@ -264,10 +264,11 @@ def _corpus_flags(parser, command):
     parser.add_argument("--batch-size", type=positive, default=32, help="texts per model call (default: 32)")
     parser.add_argument("--shard-size", type=positive, default=10000,
                         help="rows per output shard: the unit of memory and of resuming (default: 10000)")
-    parser.add_argument("--dtype", choices=["auto", "float32", "bfloat16"], default="auto",
+    parser.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "int8"], default="auto",
                         help="what a Keras model computes in: auto is bfloat16 weights on CPUs with AVX512-BF16 or AMX "
-                             "where they pay, float32 elsewhere; a SavedModel computes in what it was exported with "
-                             "(default: auto)")
+                             "where they pay, float32 elsewhere; int8 quantizes weights and activations on OpenVINO, "
+                             "calibrated on the first shard's texts (the openvino extra; docs/text.md says where it "
+                             "pays); a SavedModel computes in what it was exported with (default: auto)")
     parser.add_argument("--overwrite", action="store_true",
                         help="start again, replacing the output (whatever wrote it) and dropping the shards of an "
                              "unfinished one (default: keep the same job's finished output, continue its "
@@ -297,7 +298,8 @@ def _corpus(args):
 def _serve_flags(parser):
     parser.add_argument("models", nargs="*", metavar="[NAME=]MODEL",
                         help="an exported SavedModel folder, TF Serving's model folder of numbered versions (the "
-                             "highest served) or a fine-tuning run's folder (exported on start); NAME= names it in "
+                             "highest served) or a fine-tuning run's folder (served on its Keras model, the path "
+                             "predict takes: see --dtype); NAME= names it in "
                              "the URLs (default: the folder's name, or its parent's for saved_model/ and versions)")
     parser.add_argument("--model-config-file", help="TF Serving's models.config: names, base paths, version policies "
                                                     "and labels (default: none)")
@@ -312,6 +314,20 @@ def _serve_flags(parser):
     parser.add_argument("--batch-timeout-micros", type=int, default=2000,
                         help="how long the first request waits for others to fill its batch, in microseconds "
                              "(default: 2000)")
+    parser.add_argument("--max-batch-tokens", type=positive, default=16384,
+                        help="tokens per model call: a batch closes at this many tokens of its texts, or at "
+                             "--max-batch-size texts, whichever comes first, as TEI's flag does (default: 16384)")
+    parser.add_argument("--batches-in-flight", type=positive, default=2,
+                        help="model calls running at once: the next batch forms and starts while one runs "
+                             "(default: 2)")
+    parser.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "int8"], default="auto",
+                        help="what a run folder's model computes in, on the path its predict takes: auto is bfloat16 "
+                             "weights on CPUs with AVX512-BF16 or AMX where they pay, float32 elsewhere; int8 "
+                             "quantizes on OpenVINO (the openvino extra), calibrated on --calibration; a SavedModel "
+                             "computes in what it was exported with (default: auto)")
+    parser.add_argument("--calibration", metavar="FILE",
+                        help="int8's calibration texts, one per line: a sample of what the server will see, up to "
+                             "300 used (default: none, and int8 quantizes activations per call, dynamically)")
     parser.add_argument("--max-instances", type=positive, default=1024,
                         help="texts one request may hold; more get a 400 (default: 1024)")
     parser.add_argument("--max-text-bytes", type=positive, default=65536,
@@ -341,14 +357,22 @@ def _serve(args):
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
     logging.getLogger("keras_bert_lib").setLevel(logging.INFO)  # a refused request: one INFO line each
     try:
-        sock = listening_socket(args.host, args.port)  # the port first: a run folder's export takes a while
+        sock = listening_socket(args.host, args.port)  # the port first: loading the models takes a while
         specs = model_specs(args.models, args.model_config_file)
+        calibration = None
+        if args.calibration:
+            with open(args.calibration, encoding="utf-8") as f:
+                calibration = [line.rstrip("\n") for line in f if line.strip()]
+            if not calibration:
+                raise ValueError(f"--calibration {args.calibration} holds no texts; give one text per line.")
         serve(specs, host=args.host, port=args.port, max_batch_size=args.max_batch_size,
+              dtype=args.dtype, calibration=calibration, max_batch_tokens=args.max_batch_tokens,
+              in_flight=args.batches_in_flight,
               batch_timeout_micros=args.batch_timeout_micros, grace_period=args.grace_period,
               limits=Limits(args.max_instances, args.max_text_bytes), access_log=args.access_log,
               max_body_bytes=args.max_body_bytes, read_timeout=args.read_timeout, idle_timeout=args.idle_timeout,
               sock=sock)
-    except ValueError as e:
+    except (ValueError, OSError) as e:  # a bad model or setting, an unreadable --calibration file
         print(f"keras-bert serve: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C while the models load; once serving, Ctrl-C drains and returns

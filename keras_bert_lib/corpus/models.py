@@ -41,7 +41,7 @@ class CorpusModel:
     precision: str = ""
 
 
-DTYPES = {"auto": "auto", "float32": None, "bfloat16": "bfloat16"}  # --dtype → a task model's inference_dtype
+DTYPES = {"auto": "auto", "float32": None, "bfloat16": "bfloat16", "int8": "int8"}  # --dtype → inference_dtype
 
 
 def model_source(path, command="predict"):
@@ -82,8 +82,9 @@ def load_corpus_model(path, command="predict", batch_size=32, dtype="auto"):
     SavedModel folder (or TF Serving's model folder of numbered versions, the highest served).
 
     `dtype` is what a Keras model predicts in (its `inference_dtype`): "auto" (bfloat16 weights on
-    CPUs where they pay, `compile_path.choose_inference_dtype`), "float32" or "bfloat16". A
-    SavedModel computes in what it was exported with: another `dtype` than "auto" must match it.
+    CPUs where they pay, `compile_path.choose_inference_dtype`), "float32", "bfloat16" or "int8"
+    (OpenVINO, calibrated on a sample of the first shard's texts: `runtime.openvino.Int8Runtime`).
+    A SavedModel computes in what it was exported with: another `dtype` than "auto" must match it.
 
     Example:
         ```python
@@ -133,11 +134,26 @@ def predict_rows(model, rows, names=None):
     return results
 
 
-def _precision(model, dtype):
-    """Sets a Keras task model's `inference_dtype` from `dtype`; says what `predict` runs in."""
+def set_inference_dtype(model, dtype):
+    """Sets a Keras task model's `inference_dtype` from `dtype` (a `--dtype`: "auto", "float32",
+    "bfloat16", "int8"); says what `predict` runs in, in words for the log.
+
+    Example:
+        ```python
+        from keras_bert_lib import bert_tiny
+        from keras_bert_lib.corpus.models import set_inference_dtype
+        from keras_bert_lib.tasks import SentenceEmbedder
+        embedder = SentenceEmbedder(bert_tiny(num_hidden_layers=1))
+        assert set_inference_dtype(embedder, "float32") == "float32 weights, TensorFlow on the CPU"
+        assert embedder.inference_dtype is None
+        ```
+    """
     from keras_bert_lib.runtime.compile_path import choose_inference_dtype
 
     model.inference_dtype = DTYPES[dtype]
+    if dtype == "int8":
+        return ("int8 weights and activations, OpenVINO on the CPU (NNCF, calibrated on up to 300 texts of the first "
+                "shard; refused where any drifts below cosine 0.99 of float32)")
     chosen = choose_inference_dtype(model.inference_dtype, model.encoder.layers_dtype_policy,
                                     model.encoder.config.hidden_size)
     if chosen == "bfloat16":
@@ -152,7 +168,7 @@ def _keras_model(path, dtype):
     from keras_bert_lib.tasks import SentenceEmbedder, TextClassifier
 
     model, file = load_model_file(path)
-    precision = _precision(model, dtype)
+    precision = set_inference_dtype(model, dtype)
     task = task_of_run(file)
     if task is None:  # a bare .keras file: its class says what it does
         task = {SentenceEmbedder: TASKS["embed"], TextClassifier: TASKS["classify"]}.get(type(model))
@@ -173,7 +189,7 @@ def _checkpoint_embedder(path, dtype):
 
     model = SentenceEmbedder.from_checkpoint(path)
     return CorpusModel(path, ("text",), (), lambda columns: _embedding_rows(model, columns), ["embedding"], True,
-                       _precision(model, dtype))
+                       set_inference_dtype(model, dtype))
 
 
 def _embedding_rows(model, columns):
@@ -188,6 +204,9 @@ def _saved_model(path, batch_size, dtype):
     from keras_bert_lib.export.saved_model import load_text_signature, plain, saved_model_dtype
 
     weights = saved_model_dtype(path)
+    if dtype == "int8":
+        raise ValueError(f"{path} is a SavedModel, which computes in what it was exported with ({weights}): --dtype "
+                         "int8 runs a fine-tuning run's folder, a .keras file or (embed) a checkpoint folder.")
     if dtype not in ("auto", weights):
         raise ValueError(f"{path} holds {weights} weights, and a SavedModel computes in what it was exported with: "
                          f"export it with --dtype {dtype}, or leave --dtype at auto.")

@@ -1,4 +1,5 @@
-"""OpenVINO: an exported IR file (`.xml` + `.bin`) and a runtime behind the task models' `predict`.
+"""OpenVINO: an exported IR file (`.xml` + `.bin`); the runtimes behind `predict` are in
+`runtime.openvino`.
 
 OpenVINO reads the model as TensorFlow traces it (its TensorFlow front end on a concrete
 function: it rejects our ONNX file's batch broadcast and the SavedModel's variable handles),
@@ -10,43 +11,12 @@ elsewhere. Needs the `openvino` extra (`pip install "keras-bert-lib[openvino]"`)
 import os
 import time
 
-import keras
 import numpy as np
-import tensorflow as tf
 
-from keras_bert_lib.export.signatures import ID_NAMES, ServingModule, check_batch, task_outputs
-from keras_bert_lib.runtime.dtype_copy import weights_fingerprint
+from keras_bert_lib.export.signatures import ServingModule, check_batch, task_outputs
+from keras_bert_lib.runtime.openvino import OpenVINORuntime, compiled_runner, convert, require_openvino
 
-
-def _openvino():
-    try:
-        import openvino
-    except ImportError:
-        raise ImportError('OpenVINO is not installed: pip install "keras-bert-lib[openvino]".') from None
-    return openvino
-
-
-def _convert(function):
-    """An OpenVINO model of a concrete function of the id dict (batch and sequence axes free; an
-    input the model does not read, such as DistilBERT's `segment_ids`, left out)."""
-    return _openvino().convert_model(function)
-
-
-def _compiled_runner(ov_model, names, threads=None):
-    """A function id dict → list of arrays (in `names`' order) over a model compiled for the CPU."""
-    ov = _openvino()
-    config = {"INFERENCE_NUM_THREADS": threads} if threads else {}
-    compiled = ov.Core().compile_model(ov_model, "CPU", config)
-    order = [next(k for k in ID_NAMES if any(k in n for n in port.get_names())) for port in compiled.inputs]
-    request = compiled.create_infer_request()
-
-    def run(ids):
-        results = request.infer([np.asarray(ids[k], np.int32) for k in order])
-        return [np.array(results[port]) for port in compiled.outputs[:len(names)]]
-
-    hint = compiled.get_property("INFERENCE_PRECISION_HINT").to_string()
-    run.precision = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}.get(hint, hint)
-    return run
+__all__ = ["OpenVINORuntime", "export_openvino", "openvino_runner"]
 
 
 def export_openvino(model, path):
@@ -72,17 +42,17 @@ def export_openvino(model, path):
         info = export_openvino(bert_tiny(num_hidden_layers=1), os.path.join(tempfile.mkdtemp(), "model.xml"))
         ```
     """
-    ov = _openvino()
+    ov = require_openvino()
     if not os.fspath(path).endswith(".xml"):
         raise ValueError(f"{path}: an OpenVINO model is an .xml file (with its .bin beside it).")
     start = time.perf_counter()
     module = ServingModule(model, text=False)
     function = module.ids.get_concrete_function()
-    ov_model = _convert(function)
+    ov_model = convert(function)
     names = [_name(port) for port in ov_model.outputs]  # the signature's keys
     feed = check_batch(model)
     expected = {k: np.asarray(v) for k, v in task_outputs(model, feed).items()}
-    run = _compiled_runner(ov_model, names)
+    run = compiled_runner(ov_model, names)
     got = dict(zip(names, run(feed)))
     diff = _check(got, expected, run.precision)
     folder = os.path.dirname(os.path.abspath(path))
@@ -127,53 +97,8 @@ def openvino_runner(path, threads=None):
         # run = openvino_runner("exported/openvino/model.xml"); run(ids)["probabilities"]
         ```
     """
-    ov = _openvino()
+    ov = require_openvino()
     ov_model = ov.Core().read_model(os.fspath(path))
     names = [_name(port) for port in ov_model.outputs]
-    run = _compiled_runner(ov_model, names, threads)
+    run = compiled_runner(ov_model, names, threads)
     return lambda ids: dict(zip(names, run(ids)))
-
-
-class OpenVINORuntime:
-    """Runs a task model's `predict` on OpenVINO instead of TensorFlow: set it as the model's
-    `runtime`. `predict` keeps its contract (by length, the caller's order, the same outputs);
-    each batch runs through one OpenVINO program that takes every width, compiled once from the
-    model's weights and again when they change (`fit`, an assignment).
-
-    OpenVINO computes in bfloat16 on CPUs with AVX512-BF16 or AMX and in float32 elsewhere
-    (`precision` says which after the first call). docs/benchmarks.md times it against the default
-    runtime: pick it where it is faster on your CPU and your texts.
-
-    A runtime is the predicting machine's choice, not the model's: it is not saved with the model.
-
-    Args:
-        threads: int or None. CPU threads (None: OpenVINO's default, every core).
-    Example:
-        ```python
-        from keras_bert_lib import bert_tiny
-        from keras_bert_lib.tasks import SentenceEmbedder
-        from keras_bert_lib.export import OpenVINORuntime
-        embedder = SentenceEmbedder(bert_tiny(num_hidden_layers=1))
-        embedder.runtime = OpenVINORuntime()
-        # embedder.predict(ids) now runs on OpenVINO
-        ```
-    """
-
-    def __init__(self, threads=None):
-        self.threads = threads
-        self.precision = None
-        self._compiled = None  # (weights fingerprint, runner)
-
-    def batch_function(self, model):
-        """A function of one batch's id dict → `model`'s outputs (Keras' structure), on OpenVINO."""
-        stamp = (id(model), weights_fingerprint(model.weights))
-        if self._compiled is None or self._compiled[0] != stamp:
-            structure = model.output
-            spec = {k: tf.TensorSpec((None, None), tf.int32, name=k) for k in ID_NAMES}
-            function = tf.function(lambda ids: keras.tree.flatten(model(ids, training=False)),
-                                   input_signature=[spec]).get_concrete_function()
-            names = [str(i) for i in range(len(keras.tree.flatten(structure)))]
-            run = _compiled_runner(_convert(function), names, self.threads)
-            self.precision = run.precision
-            self._compiled = (stamp, lambda ids: keras.tree.pack_sequence_as(structure, run(ids)))
-        return self._compiled[1]

@@ -205,14 +205,21 @@ class EntryPoints(ResolvesAutoJitCompile):
             bar = keras.utils.Progbar(-(-len(ids["padding_mask"]) // batch_size), verbose=1 if verbose == "auto"
                                       else verbose, unit_name="batch")
         per_token = [len(o.shape) >= 2 and o.shape[1] is None for o in keras.tree.flatten(self.output)]
-        if self.runtime is not None:
-            run, multiple, streams = self.runtime.batch_function(self), self._bucket_multiple(), 1
+        runtime = self.predict_runtime()
+        if runtime is not None:
+            if hasattr(runtime, "calibrate"):  # sees predict's rows before its first batch (int8)
+                runtime.calibrate(self, ids)
+            run, multiple, streams = runtime.batch_function(self), self._bucket_multiple(), 1
         else:
             model = self.inference_model()
             run, multiple = (lambda batch: keras.Model.predict_on_batch(model, batch)), self._bucket_multiple(model)
             streams = inference_streams(model.jit_compile)
         return predict_by_length(run, ids, batch_size, multiple, per_token, self._padding_fill,
                                  None if bar is None else bar.update, streams)
+
+    def predict_runtime(self):
+        """What `predict` by length runs batches on in place of Keras: the model's `runtime`, or None."""
+        return self.runtime
 
     def _bucket_multiple(self, model=None):
         """What `predict` and `evaluate` round each batch's width up to when `model` runs it: the

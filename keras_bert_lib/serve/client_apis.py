@@ -71,7 +71,7 @@ def add_client_routes(app, dataplane, specs):
         served.limits.check_count(len(rows))
         for i, row in enumerate(rows):
             served.limits.check_text(row, i)
-        return await served.batcher(rows)
+        return await served.infer(rows)
 
     async def list_models():
         return {"object": "list", "data": [{"id": n, "object": "model", "created": 0, "owned_by": "keras-bert"}

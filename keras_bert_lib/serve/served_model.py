@@ -1,6 +1,8 @@
 """One exported SavedModel behind KServe: requests in either protocol, batched, run through its
 `serving_default` on raw strings."""
 
+import asyncio
+
 import numpy as np
 import tensorflow as tf
 from kserve import InferRequest, Model
@@ -28,7 +30,9 @@ class ServedModel(Model):
     Args:
         name: str. The model's name in the URLs.
         path: str. The SavedModel folder (one version).
-        max_batch_size, batch_timeout_micros: the batcher's (`Batcher`); 1 turns batching off.
+        max_batch_size, batch_timeout_micros, max_batch_tokens, in_flight: the batcher's (`Batcher`);
+            a size of 1 turns batching off. The token budget counts each text's tokens through the
+            SavedModel's `token_counts` signature (one exported before it existed batches by count).
         limits: `Limits` of one request.
     Example:
         ```python
@@ -37,12 +41,13 @@ class ServedModel(Model):
         ```
     """
 
-    def __init__(self, name, path, max_batch_size=32, batch_timeout_micros=2000, limits=Limits(), on_batch=None):
+    def __init__(self, name, path, max_batch_size=32, batch_timeout_micros=2000, limits=Limits(), on_batch=None,
+                 max_batch_tokens=None, in_flight=2):
         super().__init__(name)
         self.path, self.limits = path, limits
         self.signature = self.inputs = self.outputs = self.counter = None
         self.precision = None
-        self.batcher = Batcher(self._run, max_batch_size, batch_timeout_micros, on_batch)
+        self.batcher = Batcher(self._run, max_batch_size, batch_timeout_micros, on_batch, max_batch_tokens, in_flight)
 
     def load(self):
         self.signature, self.inputs, self.outputs, self.counter = load_text_signature(self.path, token_counts=True)
@@ -54,12 +59,20 @@ class ServedModel(Model):
     async def predict(self, payload, headers=None):
         try:
             if isinstance(payload, InferRequest):
-                results = await self.batcher(v2_rows(payload, self.inputs, self.limits))
+                results = await self.infer(v2_rows(payload, self.inputs, self.limits))
                 return v2_response(results, self.name, payload.id)
             rows, columnar = v1_rows(payload, self.inputs, self.limits)
         except BadRequest as e:
             raise InvalidInput(str(e)) from None
-        return v1_response(await self.batcher(rows), columnar)
+        return v1_response(await self.infer(rows), columnar)
+
+    async def infer(self, rows):
+        """Each row's results, through the batcher; with a token budget, the rows' token counts
+        come first, off the event loop."""
+        tokens = None
+        if self.batcher.max_batch_tokens is not None and self.counter is not None:
+            tokens = await asyncio.to_thread(self.token_counts, rows)
+        return await self.batcher(rows, tokens)
 
     def _run(self, requests):
         """Each request's list of result dicts; requests merged into one call for per-text outputs."""

@@ -1,16 +1,13 @@
-"""`keras-bert serve`: exported SavedModels (or run folders, exported on start) behind KServe's
-`ModelServer`, with TF Serving's model layout, versions and REST API."""
+"""`keras-bert serve`: exported SavedModels, or fine-tuning runs' Keras models on the path their
+`predict` takes, behind KServe's `ModelServer`, with TF Serving's model layout, versions and REST API."""
 
 import asyncio
-import atexit
 import dataclasses
 import functools
 import logging
 import os
-import shutil
 import signal
 import sys
-import tempfile
 import warnings
 
 from keras_bert_lib.export.saved_model import saved_model_versions
@@ -44,7 +41,7 @@ class ModelSpec:
 def model_specs(models=(), model_config_file=None):
     """The `ModelSpec`s of `keras-bert serve`'s arguments: each `[NAME=]PATH` (an exported
     SavedModel, TF Serving's model folder of numbered versions, the highest served, or a
-    fine-tuning run's folder, exported to a temporary folder first) and the models of TF
+    fine-tuning run's folder or `.keras` file, served on its Keras model) and the models of TF
     Serving's `--model_config_file` (its `model_version_policy`: latest N, all or specific
     versions, and `version_labels`). A ValueError names a path that is not a model, or a name
     given twice.
@@ -83,7 +80,7 @@ def _spec(argument):
     if versions:
         return ModelSpec(name or _name_of(path), {max(versions): versions[max(versions)]})
     if os.path.isfile(path) or os.path.isfile(os.path.join(path, "model.keras")):
-        return ModelSpec(name or _name_of(path), {1: _export_run(path)})
+        return ModelSpec(name or _name_of(path), {1: path})  # served on the Keras model (`ServedKerasModel`)
     raise ValueError(f"{path} is not a model: no saved_model.pb, no numbered version folders, no model.keras. Pass "
                      "an exported SavedModel, TF Serving's model folder, or a fine-tuning run's folder.")
 
@@ -91,19 +88,6 @@ def _spec(argument):
 def _name_of(path):
     name = os.path.basename(os.path.abspath(path))
     return os.path.basename(os.path.dirname(os.path.abspath(path))) if name == "saved_model" else name
-
-
-def _export_run(path):
-    from keras_bert_lib.export import export_saved_model, load_model_file
-    from keras_bert_lib.finetuning import task_of_run
-
-    model, file = load_model_file(path)
-    task = task_of_run(file)
-    pair = (task is not None and len(task.serves.inputs) == 2) or None
-    folder = tempfile.mkdtemp(prefix="keras-bert-serve-")
-    atexit.register(shutil.rmtree, folder, True)  # gone when the server stops (serve turns SIGTERM into an exit)
-    logger.warning("Exporting %s to %s to serve it (keras-bert export --format saved_model keeps one).", file, folder)
-    return export_saved_model(model, folder, pair=pair)
 
 
 def _config_specs(config_file):
@@ -145,7 +129,8 @@ def _config_specs(config_file):
 
 
 def serve(specs, host="127.0.0.1", port=8501, max_batch_size=32, batch_timeout_micros=2000, limits=Limits(),
-          grace_period=30, access_log=False, max_body_bytes=4 << 20, read_timeout=30.0, idle_timeout=65, sock=None):
+          grace_period=30, access_log=False, max_body_bytes=4 << 20, read_timeout=30.0, idle_timeout=65, sock=None,
+          dtype="auto", calibration=None, max_batch_tokens=16384, in_flight=2):
     """Serves `specs` (`model_specs`) until SIGTERM or Ctrl-C, then finishes the requests in
     flight (up to `grace_period` seconds). The port is taken first (0: any free port; the log
     line that says where the server listens names it), or `sock` is the one
@@ -162,6 +147,12 @@ def serve(specs, host="127.0.0.1", port=8501, max_batch_size=32, batch_timeout_m
     so that the balancer closes first). `access_log` logs every request (uvicorn's access log),
     which costs throughput under load.
 
+    A SavedModel runs its `serving_default` in what it was exported with (`dtype` "auto", or the
+    same). A run folder runs on the path its `predict` takes (`ServedKerasModel`): `dtype` "auto"
+    (bfloat16 where it pays), "float32", "bfloat16" or "int8" (calibrated on `calibration`, a list
+    of texts, where given). Batches close at `max_batch_size` texts or `max_batch_tokens` tokens,
+    and `in_flight` of them run at once (`Batcher`).
+
     Example:
         ```python
         from keras_bert_lib.serve.server import model_specs, serve
@@ -176,6 +167,7 @@ def serve(specs, host="127.0.0.1", port=8501, max_batch_size=32, batch_timeout_m
 
         from keras_bert_lib.serve.client_apis import add_client_routes
         from keras_bert_lib.serve.routes import QuietRESTServer, add_routes
+        from keras_bert_lib.serve.served_keras_model import ServedKerasModel
         from keras_bert_lib.serve.served_model import ServedModel
     finally:
         sys.argv = argv
@@ -189,8 +181,14 @@ def serve(specs, host="127.0.0.1", port=8501, max_batch_size=32, batch_timeout_m
     for spec in specs:
         for version, path in sorted(spec.versions.items()):
             name = spec.name if version == spec.default else f"{spec.name}@{version}"
-            model = ServedModel(name, path, max_batch_size, batch_timeout_micros, limits,
-                                on_batch=batch_rows.labels(model_name=spec.name).observe)
+            batching = dict(max_batch_size=max_batch_size, batch_timeout_micros=batch_timeout_micros, limits=limits,
+                            on_batch=batch_rows.labels(model_name=spec.name).observe,
+                            max_batch_tokens=max_batch_tokens, in_flight=in_flight)
+            if is_saved_model(path):
+                check_saved_model_dtype(path, dtype)
+                model = ServedModel(name, path, **batching)
+            else:  # a run folder or .keras file: on the path its predict takes
+                model = ServedKerasModel(name, path, dtype, calibration, **batching)
             model.load()
             logger.info("Loaded %s version %d from %s: %s.", spec.name, version, path, model.precision)
             server.register_model(model, name)
@@ -224,3 +222,20 @@ def serve(specs, host="127.0.0.1", port=8501, max_batch_size=32, batch_timeout_m
         logger.info("Stopped; the requests in flight were answered.")
 
 
+
+
+def is_saved_model(path):
+    """Whether `path` is a SavedModel folder (else a run folder or a `.keras` file)."""
+    return os.path.isfile(os.path.join(path, "saved_model.pb"))
+
+
+def check_saved_model_dtype(path, dtype):
+    """Raises a ValueError where `--dtype` asks a SavedModel for what it was not exported in."""
+    from keras_bert_lib.export.saved_model import saved_model_dtype
+
+    weights = saved_model_dtype(path)
+    if dtype not in ("auto", weights):
+        fix = ("serve the fine-tuning run's folder, which runs in any --dtype" if dtype == "int8"
+               else f"export it with --dtype {dtype}, or serve the run's folder")
+        raise ValueError(f"{path} is a SavedModel of {weights} weights, which computes in what it was exported with: "
+                         f"{fix}, or leave --dtype at auto.")

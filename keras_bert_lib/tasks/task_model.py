@@ -100,11 +100,13 @@ class TaskModel(EntryPoints, keras.Model):
     _widths_vary = True  # predict and evaluate go by length: a graph per width, not a compile per width
     # The dtype `predict` runs the encoder in (`compile_path.choose_inference_dtype`): "auto" is
     # bfloat16 weights on CPUs with AVX512-BF16 or AMX, the model's own dtype elsewhere; None pins
-    # the model's own; a policy name picks one. Saved with the model.
+    # the model's own; a policy name picks one; "int8" runs `predict` on `runtime.openvino.Int8Runtime`
+    # (int8 weights and activations, calibrated on the first call's texts). Saved with the model.
     inference_dtype = "auto"
     # What `predict` runs batches on: None, Keras (TensorFlow's XLA or graph); or an object with
-    # `batch_function(model)` → (id dict → outputs), such as `export.OpenVINORuntime()`. Not saved:
-    # a runtime is a choice of the machine that predicts.
+    # `calibrate(model, ids)` and `batch_function(model)` → (id dict → outputs), such as
+    # `runtime.openvino.OpenVINORuntime()` or `Int8Runtime(calibration=texts)`. Not saved: a runtime
+    # is a choice of the machine that predicts.
     runtime = None
 
     def _finish_init(self, encoder, preprocessor, trainable_blocks, uses_pooler):
@@ -207,6 +209,29 @@ class TaskModel(EntryPoints, keras.Model):
             features = self.preprocessor(tuple(features) if isinstance(features, (tuple, list)) else features)
         return (features, *rest)
 
+    def predict_runtime(self):
+        """What `predict` runs batches on in place of Keras: the model's `runtime`; else, where
+        `inference_dtype` is "int8", an `Int8Runtime` of its own (made once, calibrated on the first
+        `predict` call's texts, quantized again when the weights change); else None.
+
+        Example:
+            ```python
+            from keras_bert_lib import bert_tiny
+            from keras_bert_lib.tasks import SentenceEmbedder
+            embedder = SentenceEmbedder(bert_tiny(num_hidden_layers=1))
+            assert embedder.predict_runtime() is None
+            embedder.inference_dtype = "int8"
+            assert type(embedder.predict_runtime()).__name__ == "Int8Runtime"
+            ```
+        """
+        if self.runtime is not None or self.inference_dtype != "int8":
+            return self.runtime
+        if getattr(self, "_int8_runtime", None) is None:
+            from keras_bert_lib.runtime.openvino import Int8Runtime
+
+            object.__setattr__(self, "_int8_runtime", Int8Runtime())  # not tracked: no weights of ours
+        return self._int8_runtime
+
     def inference_model(self):
         """The model `predict` runs: this one, or (`inference_dtype`) a copy whose encoder holds
         its weights in another dtype — bfloat16 on CPUs with AVX512-BF16 or AMX by default, 1.5
@@ -222,8 +247,8 @@ class TaskModel(EntryPoints, keras.Model):
             assert embedder.inference_model() is embedder
             ```
         """
-        dtype = choose_inference_dtype(self.inference_dtype, self.encoder.layers_dtype_policy,
-                                       self.encoder.config.hidden_size)
+        dtype = None if self.inference_dtype == "int8" else choose_inference_dtype(
+            self.inference_dtype, self.encoder.layers_dtype_policy, self.encoder.config.hidden_size)
         if dtype is None:
             return self
         stamp = (dtype, weights_fingerprint(self.weights))

@@ -278,6 +278,24 @@ def test_predict_says_what_it_computes_in_and_dtype_is_checked_against_a_saved_m
            "float32, or leave --dtype at auto." in capsys.readouterr().err
 
 
+def test_embed_in_int8_stays_within_cosine_0_99_of_float32_and_a_saved_model_refuses_it(models, tmp_path, capsys,
+                                                                                        caplog):
+    import logging
+
+    embedder, path = models["embedder"]
+    source = _inputs(tmp_path, TEXTS[:64])[".txt"]
+    with caplog.at_level(logging.INFO):
+        assert main(["embed", path, source, "--output", str(tmp_path / "int8.npy"), "--dtype", "int8"]) == 0
+    assert "int8 weights and activations, OpenVINO on the CPU" in caplog.text
+    embedder.inference_dtype = None
+    want, got = embedder.predict(TEXTS[:64], verbose=0), np.load(tmp_path / "int8.npy")
+    assert np.min(np.sum(want * got, 1)) >= 0.99  # unit vectors
+    export_saved_model(embedder, str(tmp_path / "saved"))
+    assert main(["embed", str(tmp_path / "saved"), source, "--output", str(tmp_path / "b.npy"), "--dtype", "int8"]) == 2
+    assert "--dtype int8 runs a fine-tuning run's folder, a .keras file or (embed) a checkpoint folder." in \
+        capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_a_full_disk_is_one_line_and_the_shards_written_are_kept(models, tmp_path):
     """A real full disk: a 2 MiB tmpfs, mostly taken by a file, holds the output."""

@@ -137,3 +137,43 @@ def test_a_batch_size_of_one_turns_batching_off():
 def test_bad_settings_are_refused():
     with pytest.raises(ValueError, match="size must be 1 or more"):
         Batcher(lambda r: r, max_batch_size=0)
+
+
+def test_a_token_budget_closes_a_batch_and_a_row_over_it_runs_alone():
+    model = Recorder()
+    batcher = Batcher(model, max_batch_size=32, batch_timeout_micros=200_000, max_batch_tokens=100)
+
+    async def main():
+        return await asyncio.gather(batcher(["a", "b"], [40, 40]), batcher(["c"], [30]), batcher(["long"], [500]),
+                                    batcher(["d"], [10]))
+
+    got = asyncio.run(main())
+    assert [[row for row, _ in rows] for rows in got] == [["a", "b"], ["c"], ["long"], ["d"]]
+    # 40 + 40 fit in 100, 30 more do not; the 500-token row runs alone; "d" follows
+    assert model.calls == [[["a", "b"]], [["c"]], [["long"]], [["d"]]]
+    with pytest.raises(ValueError, match="tokens and the batches in flight"):
+        Batcher(lambda r: r, max_batch_tokens=0)
+
+
+def test_with_two_in_flight_the_next_batch_runs_while_one_is_running():
+    running, most = [0], [0]
+    lock = threading.Lock()
+
+    def model(requests):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.3)
+        with lock:
+            running[0] -= 1
+        return [[row for row in rows] for rows in requests]
+
+    batcher = Batcher(model, max_batch_size=2, batch_timeout_micros=0, in_flight=2)
+
+    async def main():
+        return await asyncio.gather(*(batcher([str(i)]) for i in range(6)))
+
+    start = time.perf_counter()
+    got = asyncio.run(main())
+    assert got == [[str(i)] for i in range(6)] and most[0] == 2
+    assert time.perf_counter() - start < 0.3 * 3 * 0.9 + 0.3  # three batches of two, two at a time

@@ -54,7 +54,7 @@ def served(tmp_path_factory):
     export_saved_model(second, folder / "classifier", version=2)
     expected["classifier@2"] = _expected(second, False)
     (folder / "run").mkdir()
-    second.save(folder / "run" / "model.keras")  # a run folder: exported when the server starts
+    second.save(folder / "run" / "model.keras")  # a run folder: served on its Keras model
     arguments.append(str(folder / "run"))
     config = folder / "models.config"
     config.write_text('model_config_list { config { name: "versioned" base_path: "%s" model_platform: "tensorflow" '
@@ -107,7 +107,7 @@ def test_predict_json_is_answered_as_the_keras_model_answers_for_every_task_mode
         _check(columns, want, name)
 
 
-def test_a_run_folder_is_exported_on_start_and_served_under_its_folders_name(served):
+def test_a_run_folder_is_served_on_its_keras_model_under_its_folders_name(served):
     url, expected, _ = served
     status, answer = call(url, "POST", "/v1/models/run:predict", {"inputs": {"text": TEXTS}})
     assert status == 200, answer

@@ -1,0 +1,267 @@
+"""OpenVINO behind a task model's `predict`: the model as TensorFlow traces it, compiled for the
+CPU at the precision it runs fastest (`OpenVINORuntime`), or quantized to int8 by NNCF
+(`Int8Runtime`, what `inference_dtype = "int8"` runs on). Needs the `openvino` extra.
+"""
+
+import logging
+import re
+import threading
+
+import keras
+import numpy as np
+
+from keras_bert_lib.runtime.dtype_copy import weights_fingerprint
+from keras_bert_lib.runtime.input_checks import INPUTS as ID_NAMES
+
+logger = logging.getLogger("keras_bert_lib")
+
+# The layers whose activations carry a BERT's outliers (its blocks' feed-forward output
+# projections, Bondarenko et al. 2021): what `Int8Runtime` keeps in float when the whole model in
+# int8 fails the quality gate.
+FFN_OUTPUT = ("ffn/output",)
+
+
+def require_openvino():
+    try:
+        import openvino
+    except ImportError:
+        raise ImportError('OpenVINO is not installed: pip install "keras-bert-lib[openvino]".') from None
+    return openvino
+
+
+def require_nncf():
+    try:
+        import nncf
+    except ImportError:
+        raise ImportError('int8 inference needs NNCF: pip install "keras-bert-lib[openvino]".') from None
+    nncf.set_log_level(logging.ERROR)  # its progress bars and tables, on every call
+    return nncf
+
+
+def convert(function):
+    """An OpenVINO model of a concrete function of the id dict (batch and sequence axes free; an
+    input the model does not read, such as DistilBERT's `segment_ids`, left out)."""
+    return require_openvino().convert_model(function)
+
+
+def traced(model):
+    """`model` as a concrete TensorFlow function of the id dict → its flattened outputs."""
+    import tensorflow as tf
+
+    spec = {k: tf.TensorSpec((None, None), tf.int32, name=k) for k in ID_NAMES}
+    return tf.function(lambda ids: keras.tree.flatten(model(ids, training=False)),
+                       input_signature=[spec]).get_concrete_function()
+
+
+def compiled_runner(ov_model, names, threads=None, config=None):
+    """A function id dict → list of arrays (in `names`' order) over a model compiled for the CPU;
+    each thread that calls it has its own infer request."""
+    ov = require_openvino()
+    config = {**({"INFERENCE_NUM_THREADS": threads} if threads else {}), **(config or {})}
+    compiled = ov.Core().compile_model(ov_model, "CPU", config)
+    order = [next(k for k in ID_NAMES if any(k in n for n in port.get_names())) for port in compiled.inputs]
+    local = threading.local()
+
+    def run(ids):
+        if not hasattr(local, "request"):
+            local.request = compiled.create_infer_request()
+        results = local.request.infer([np.asarray(ids[k], np.int32) for k in order])
+        return [np.array(results[port]) for port in compiled.outputs[:len(names)]]
+
+    hint = compiled.get_property("INFERENCE_PRECISION_HINT").to_string()
+    run.precision = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}.get(hint, hint)
+    run.order = order
+    return run
+
+
+class OpenVINORuntime:
+    """Runs a task model's `predict` on OpenVINO instead of TensorFlow: set it as the model's
+    `runtime`. `predict` keeps its contract (by length, the caller's order, the same outputs);
+    each batch runs through one OpenVINO program that takes every width, compiled once from the
+    model's weights and again when they change (`fit`, an assignment).
+
+    OpenVINO computes in bfloat16 on CPUs with AVX512-BF16 or AMX and in float32 elsewhere
+    (`precision` says which after the first call). docs/benchmarks.md times it against the default
+    runtime: pick it where it is faster on your CPU and your texts.
+
+    A runtime is the predicting machine's choice, not the model's: it is not saved with the model.
+
+    Args:
+        threads: int or None. CPU threads (None: OpenVINO's default, every core).
+    Example:
+        ```python
+        import numpy as np
+        from keras_bert_lib import bert_tiny
+        from keras_bert_lib.tasks import SentenceEmbedder
+        from keras_bert_lib.runtime.openvino import OpenVINORuntime
+        embedder = SentenceEmbedder(bert_tiny(num_hidden_layers=1))
+        ids = {"token_ids": np.array([[2, 7, 3]]), "segment_ids": np.zeros((1, 3), "int32"),
+               "padding_mask": np.ones((1, 3), "int32")}
+        want = embedder.predict(ids, verbose=0)
+        embedder.runtime = OpenVINORuntime()
+        assert np.allclose(embedder.predict(ids, verbose=0), want, atol=1e-2)
+        ```
+    """
+
+    def __init__(self, threads=None):
+        self.threads = threads
+        self.precision = None
+        self._compiled = None  # (weights fingerprint, runner)
+
+    def batch_function(self, model):
+        """A function of one batch's id dict → `model`'s outputs (Keras' structure), on OpenVINO."""
+        stamp = (id(model), weights_fingerprint(model.weights))
+        if self._compiled is None or self._compiled[0] != stamp:
+            structure = model.output
+            names = [str(i) for i in range(len(keras.tree.flatten(structure)))]
+            run = self._runner(model, convert(traced(model)), names)
+            self.precision = run.precision
+            self._compiled = (stamp, lambda ids: keras.tree.pack_sequence_as(structure, run(ids)))
+        return self._compiled[1]
+
+    def calibrate(self, model, ids):
+        """Called by `predict` with its id rows before its first batch; nothing to do here."""
+
+    def _runner(self, model, ov_model, names):
+        return compiled_runner(ov_model, names, self.threads)
+
+
+class Int8Runtime(OpenVINORuntime):
+    """int8 weights and activations on OpenVINO: what a task model's `predict` runs on when its
+    `inference_dtype` is "int8", or set it as the model's `runtime` to give it calibration texts.
+
+    Static quantization (NNCF's post-training quantization for transformers, SmoothQuant at 0.75)
+    calibrates on a sample of texts: `calibration` when given, else up to `samples` rows of the
+    first `predict` call that brings at least 32. A first call with fewer (a server's single
+    text) quantizes dynamically instead: int8 weights, activations quantized per call. A quality
+    gate then runs the calibration rows through float32 and int8: where any row's output has
+    cosine below `min_cosine` (outputs under 8 numbers wide: a difference above a tenth of their
+    spread), the blocks' feed-forward output projections (`FFN_OUTPUT`, where BERT's outliers
+    live) are kept in float and it tries again, and if that fails too it refuses, with one line
+    that names the layers to keep in float (`keep_float`) or says to predict in bfloat16.
+
+    Args:
+        calibration: list of texts (or of (first, second) pairs) or None. What to calibrate on.
+        keep_float: tuple of layer paths ("ffn/output", "layer_0/attention/query") whose matmuls
+            stay in float, in every block where the path matches.
+        samples: int. Calibration rows taken from `predict`'s first call (default: 300).
+        min_cosine: float. The quality gate (default: 0.99).
+        threads: int or None. CPU threads (None: every core).
+    Example:
+        ```python
+        import numpy as np
+        from keras_bert_lib import bert_tiny
+        from keras_bert_lib.runtime.openvino import Int8Runtime
+        from keras_bert_lib.tasks import SentenceEmbedder
+        embedder = SentenceEmbedder(bert_tiny(num_hidden_layers=1))
+        rng = np.random.default_rng(0)
+        ids = {"token_ids": rng.integers(5, 1000, (64, 12)).astype("int32"),
+               "segment_ids": np.zeros((64, 12), "int32"), "padding_mask": np.ones((64, 12), "int32")}
+        want = embedder.predict(ids, verbose=0)
+        embedder.runtime = Int8Runtime()
+        got = embedder.predict(ids, verbose=0)      # calibrated on these 64 rows, then gated
+        assert embedder.runtime.quantization == "static" and embedder.runtime.worst_cosine >= 0.99
+        assert np.min(np.sum(got * want, 1)) >= 0.99  # unit vectors: their cosine
+        ```
+    """
+
+    def __init__(self, calibration=None, keep_float=(), samples=300, min_cosine=0.99, threads=None):
+        super().__init__(threads)
+        self.calibration, self.keep_float = calibration, tuple(keep_float)
+        self.samples, self.min_cosine = samples, min_cosine
+        self.quantization = None  # "static" or "dynamic", once quantized
+        self.kept_float = None  # the layer paths kept in float, once quantized
+        self.worst_cosine = None  # the gate's smallest cosine (static)
+        self._rows = None  # the calibration id rows
+
+    def calibrate(self, model, ids):
+        """Takes calibration rows from `predict`'s first call, unless texts were given."""
+        if self._rows is not None:
+            return
+        if self.calibration is not None:
+            texts = self.calibration
+            pair = isinstance(texts, tuple) or (len(texts) and isinstance(texts[0], (tuple, list)))
+            texts = tuple(map(list, zip(*texts))) if pair and not isinstance(texts, tuple) else texts
+            ids = model.preprocessor.with_truncation(texts)[0] if model.preprocessor is not None else texts
+            ids = {k: np.asarray(v) for k, v in ids.items()}
+        rows = len(ids["padding_mask"])
+        if self.calibration is None and rows < 32:
+            self._rows = {}  # dynamic
+            return
+        pick = np.unique(np.linspace(0, rows - 1, min(rows, self.samples)).astype(int))
+        self._rows = {k: np.asarray(v)[pick] for k, v in ids.items()}
+
+    def _runner(self, model, ov_model, names):
+        nncf = require_nncf()
+        if not self._rows:  # no rows: dynamic
+            self.quantization, self.kept_float = "dynamic", ()
+            compressed = nncf.compress_weights(ov_model, mode=nncf.CompressWeightsMode.INT8_ASYM)
+            return compiled_runner(compressed, names, self.threads, {"DYNAMIC_QUANTIZATION_GROUP_SIZE": "32"})
+        batches = _calibration_batches(self._rows)
+        float32 = compiled_runner(ov_model, names, self.threads, {"INFERENCE_PRECISION_HINT": "f32"})
+        want = [float32(b) for b in batches]
+        tries = [self.keep_float] + ([tuple(dict.fromkeys(self.keep_float + FFN_OUTPUT))]
+                                     if not set(FFN_OUTPUT) <= set(self.keep_float) else [])
+        for keep in tries:
+            run = compiled_runner(self._quantize(nncf, ov_model, batches, keep), names, self.threads)
+            run.order = float32.order
+            worst = min(_agreement(run(b), w, b["padding_mask"]) for b, w in zip(batches, want))
+            if worst >= self.min_cosine:
+                self.quantization, self.kept_float, self.worst_cosine = "static", keep, worst
+                if keep != self.keep_float:
+                    logger.warning("int8: the whole model drifted from float32 on its calibration texts; "
+                                   "%s kept in float (smallest cosine %.4f).", ", ".join(keep), worst)
+                return run
+        raise ValueError(
+            f"int8 drifts too far from float32 on the calibration texts (smallest cosine {worst:.4f} < "
+            f"{self.min_cosine}) even with {', '.join(keep)} in float: keep more layers in float "
+            f"(Int8Runtime(keep_float={keep + ('attention/output',)!r})) or predict in bfloat16 "
+            "(inference_dtype='auto').")
+
+    @staticmethod
+    def _quantize(nncf, ov_model, batches, keep):
+        from nncf.quantization.advanced_parameters import AdvancedQuantizationParameters, AdvancedSmoothQuantParameters
+
+        order = [next(k for k in ID_NAMES if any(k in n for n in port.get_names())) for port in ov_model.inputs]
+        data = nncf.Dataset([[b[k] for k in order] for b in batches])
+        patterns = [".*" + "/".join(f"{re.escape(part)}(_\\d+)?" for part in path.split("/")) + "/.*"
+                    for path in keep]
+        return nncf.quantize(ov_model, data, model_type=nncf.ModelType.TRANSFORMER, subset_size=len(batches),
+                             ignored_scope=nncf.IgnoredScope(patterns=patterns, validate=False),
+                             advanced_parameters=AdvancedQuantizationParameters(
+                                 smooth_quant_alphas=AdvancedSmoothQuantParameters(matmul=0.75)))
+
+
+def _calibration_batches(rows, size=16):
+    """Calibration rows sorted by length, in batches of `size`, each cut to its longest row."""
+    lengths = rows["padding_mask"].sum(1)
+    order = np.argsort(lengths, kind="stable")
+    batches = []
+    for start in range(0, len(order), size):
+        pick = order[start:start + size]
+        width = max(int(lengths[pick].max()), 1)
+        batches.append({k: np.ascontiguousarray(v[pick, :width], np.int32) for k, v in rows.items()})
+    return batches
+
+
+def _agreement(got, want, mask):
+    """The smallest per-row agreement of int8's outputs with float32's: cosine for outputs at
+    least 8 numbers wide (padded positions zeroed), and for narrower ones (a classifier's logits, a
+    score) 1 minus the largest difference over a tenth of float32's spread."""
+    worst = 1.0
+    for have, ref in zip(got, want):
+        if not np.issubdtype(ref.dtype, np.floating) or not ref.size:
+            continue
+        have, ref = np.asarray(have, np.float64), np.asarray(ref, np.float64)
+        if ref.ndim >= 3 and ref.shape[1] == mask.shape[1]:  # per token: the text's own positions
+            have, ref = have * mask[:, :, None], ref * mask[:, :, None]
+        elif ref.ndim == 2 and ref.shape[1] == mask.shape[1]:
+            have, ref = have * mask, ref * mask
+        have, ref = have.reshape(len(ref), -1), ref.reshape(len(ref), -1)
+        if ref.shape[1] >= 8:
+            cosine = np.sum(have * ref, 1) / (np.linalg.norm(have, axis=1) * np.linalg.norm(ref, axis=1) + 1e-12)
+            worst = min(worst, float(cosine.min()))
+        else:
+            spread = max(float(np.std(ref)), 1e-6)
+            worst = min(worst, 1.0 - float(np.abs(have - ref).max()) / (10 * spread))
+    return worst

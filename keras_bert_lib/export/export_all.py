@@ -88,7 +88,7 @@ def check_export_target(output, formats=FORMATS, version=1, flag="--output"):
 
 
 def export_all(model, output, formats=DEFAULT_FORMATS, quantize=(None,), version=1, pair=None, text=True, optimize=True,
-               model_path=None, log=None, dtype="auto"):
+               model_path=None, log=None, dtype="auto", calibration=None):
     """Writes each of `formats` into `output`, every file checked against the Keras model as it
     is made; returns {artefact: path}, the keys `parity_report` takes ("saved_model", or
     "saved_model bfloat16" for bfloat16 weights, "tflite", "onnx dynamic_int8", ...).
@@ -112,7 +112,9 @@ def export_all(model, output, formats=DEFAULT_FORMATS, quantize=(None,), version
         log: a function of one line (say `print`) told of each artefact as it is written, or None.
         dtype: the SavedModel's weights: "float32", "bfloat16" (stored once in bfloat16: the serving
             copy, `models.with_dtype`; float32 outputs) or "auto" (`saved_model_dtype`). The other
-            formats are float32 (or quantized).
+            formats are float32 (or quantized). "int8" is for OpenVINO alone: `openvino/model_int8.xml`,
+            NNCF's int8 model (`export_openvino(int8=...)`).
+        calibration: list of texts or None. int8's calibration texts (None: dynamic int8).
     Raises:
         ValueError: an unknown format or quantization, float16 for ONNX alone, an output that
             cannot take the files or that another export is writing (`output/.lock`), OpenVINO
@@ -135,7 +137,11 @@ def export_all(model, output, formats=DEFAULT_FORMATS, quantize=(None,), version
     if "onnx" in formats and not onnx_quantize:
         raise ValueError("float16 quantization is for TFLite; ONNX takes none or dynamic_int8.")
     check_export_target(output, formats, version)
-    weights, why = saved_model_dtype(dtype, model)
+    int8 = dtype == "int8"
+    if int8 and formats != ["openvino"]:
+        raise ValueError("--dtype int8 writes an OpenVINO file (--format openvino alone); a SavedModel holds float32 "
+                         "or bfloat16 weights, and ONNX and TFLite take --quantize dynamic_int8. Nothing was written.")
+    weights, why = saved_model_dtype("auto" if int8 else dtype, model)
     if "openvino" in formats and importlib.util.find_spec("openvino") is None:
         raise ValueError('--format openvino needs OpenVINO: pip install "keras-bert-lib[openvino]". '
                          "Nothing was written.")
@@ -165,7 +171,13 @@ def export_all(model, output, formats=DEFAULT_FORMATS, quantize=(None,), version
                 (f" in {info['seconds']:.1f} s; fused operators: {fused or 'none'}" if fmt == "onnx" else ""))
             exported[f"{fmt} {q}" if q else fmt] = info["path"]
         if "openvino" in formats:
-            info = export_openvino(model, os.path.join(output, "openvino", "model.xml"))
+            quantized = None
+            if int8:
+                from keras_bert_lib.runtime.openvino import Int8Runtime
+
+                quantized = Int8Runtime(calibration=calibration)
+            info = export_openvino(model, os.path.join(output, "openvino", "model_int8.xml" if int8 else "model.xml"),
+                                   int8=quantized)
             say(f"openvino: {info['path']} in {info['seconds']:.1f} s; computes in {info['precision']} on this CPU")
-            exported["openvino"] = info["path"]
+            exported["openvino int8" if int8 else "openvino"] = info["path"]
         return exported

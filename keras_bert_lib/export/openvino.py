@@ -19,7 +19,7 @@ from keras_bert_lib.runtime.openvino import OpenVINORuntime, compiled_runner, co
 __all__ = ["OpenVINORuntime", "export_openvino", "openvino_runner"]
 
 
-def export_openvino(model, path):
+def export_openvino(model, path, int8=None):
     """Writes the model's ids signature as OpenVINO IR (`path`, an `.xml` file, and its `.bin`
     beside it) and returns what was made, after OpenVINO has run it on a batch that agrees with
     the Keras model (max abs difference ≤ 1e-4 in float32; cosine ≥ 0.99 where OpenVINO computes
@@ -29,9 +29,14 @@ def export_openvino(model, path):
     outputs the task's named outputs (`export.signatures.output_names`). Tokenization stays
     outside, as for ONNX.
 
+    With `int8` (a `runtime.openvino.Int8Runtime`: its calibration texts, or none for dynamic
+    quantization) the file holds NNCF's int8 model, gated as `predict` gates it and checked
+    against Keras by cosine (≥ 0.99).
+
     Args:
         model: a task model or `BertEncoder`.
         path: str. The `.xml` file.
+        int8: an `Int8Runtime` or None (float weights).
     Returns:
         dict: `path`, `precision` (what the CPU here computes in), `max_abs_diff`, `seconds`.
     Example:
@@ -52,7 +57,12 @@ def export_openvino(model, path):
     names = [_name(port) for port in ov_model.outputs]  # the signature's keys
     feed = check_batch(model)
     expected = {k: np.asarray(v) for k, v in task_outputs(model, feed).items()}
-    run = compiled_runner(ov_model, names)
+    if int8 is not None:
+        int8.calibrate(model, None)
+        run = int8.runner(model, ov_model, names)  # quantized and gated on the calibration texts
+        ov_model, run.precision = int8.quantized, f"int8 ({int8.quantization})"
+    else:
+        run = compiled_runner(ov_model, names)
     got = dict(zip(names, run(feed)))
     diff = _check(got, expected, run.precision)
     folder = os.path.dirname(os.path.abspath(path))

@@ -114,7 +114,7 @@ class OpenVINORuntime:
         if self._compiled is None or self._compiled[0] != stamp:
             structure = model.output
             names = [str(i) for i in range(len(keras.tree.flatten(structure)))]
-            run = self._runner(model, convert(traced(model)), names)
+            run = self.runner(model, convert(traced(model)), names)
             self.precision = run.precision
             self._compiled = (stamp, lambda ids: keras.tree.pack_sequence_as(structure, run(ids)))
         return self._compiled[1]
@@ -122,7 +122,7 @@ class OpenVINORuntime:
     def calibrate(self, model, ids):
         """Called by `predict` with its id rows before its first batch; nothing to do here."""
 
-    def _runner(self, model, ov_model, names):
+    def runner(self, model, ov_model, names):
         return compiled_runner(ov_model, names, self.threads)
 
 
@@ -173,10 +173,15 @@ class Int8Runtime(OpenVINORuntime):
         self.kept_float = None  # the layer paths kept in float, once quantized
         self.worst_cosine = None  # the gate's smallest cosine (static)
         self._rows = None  # the calibration id rows
+        self.quantized = None  # the OpenVINO model that runs, once quantized (what an export saves)
 
     def calibrate(self, model, ids):
-        """Takes calibration rows from `predict`'s first call, unless texts were given."""
+        """Takes calibration rows from `predict`'s first call (`ids`), unless texts were given;
+        with neither (`ids` None), it will quantize dynamically."""
         if self._rows is not None:
+            return
+        if self.calibration is None and ids is None:  # nothing to calibrate on: dynamic
+            self._rows = {}
             return
         if self.calibration is not None:
             texts = self.calibration
@@ -191,23 +196,26 @@ class Int8Runtime(OpenVINORuntime):
         pick = np.unique(np.linspace(0, rows - 1, min(rows, self.samples)).astype(int))
         self._rows = {k: np.asarray(v)[pick] for k, v in ids.items()}
 
-    def _runner(self, model, ov_model, names):
+    def runner(self, model, ov_model, names):
         nncf = require_nncf()
         if not self._rows:  # no rows: dynamic
             self.quantization, self.kept_float = "dynamic", ()
-            compressed = nncf.compress_weights(ov_model, mode=nncf.CompressWeightsMode.INT8_ASYM)
-            return compiled_runner(compressed, names, self.threads, {"DYNAMIC_QUANTIZATION_GROUP_SIZE": "32"})
+            self.quantized = nncf.compress_weights(ov_model, mode=nncf.CompressWeightsMode.INT8_ASYM)
+            self.quantized.set_rt_info("32", ["runtime_options", "DYNAMIC_QUANTIZATION_GROUP_SIZE"])  # kept in its IR
+            return compiled_runner(self.quantized, names, self.threads, {"DYNAMIC_QUANTIZATION_GROUP_SIZE": "32"})
         batches = _calibration_batches(self._rows)
         float32 = compiled_runner(ov_model, names, self.threads, {"INFERENCE_PRECISION_HINT": "f32"})
         want = [float32(b) for b in batches]
         tries = [self.keep_float] + ([tuple(dict.fromkeys(self.keep_float + FFN_OUTPUT))]
                                      if not set(FFN_OUTPUT) <= set(self.keep_float) else [])
         for keep in tries:
-            run = compiled_runner(self._quantize(nncf, ov_model, batches, keep), names, self.threads)
+            quantized = self._quantize(nncf, ov_model.clone(), batches, keep)
+            run = compiled_runner(quantized, names, self.threads)
             run.order = float32.order
             worst = min(_agreement(run(b), w, b["padding_mask"]) for b, w in zip(batches, want))
             if worst >= self.min_cosine:
                 self.quantization, self.kept_float, self.worst_cosine = "static", keep, worst
+                self.quantized = quantized
                 if keep != self.keep_float:
                     logger.warning("int8: the whole model drifted from float32 on its calibration texts; "
                                    "%s kept in float (smallest cosine %.4f).", ", ".join(keep), worst)

@@ -78,6 +78,30 @@ def test_export_all_writes_it_and_the_parity_table_reads_it(tmp_path):
     assert rows[1]["cosine"] > 0.999 and rows[1]["agreement"] == 1.0 and rows[1]["megabytes"] > 0
 
 
+
+@pytest.mark.slow
+def test_export_dtype_int8_writes_a_calibrated_int8_file_that_agrees_with_keras(tmp_path, capsys):
+    from keras_bert_lib.cli import main
+
+    classifier = TextClassifier(kb.bert_tiny(**{**SMALL, "vocab_size": len(VOCAB)}), num_classes=3,
+                                preprocessor=BertPreprocessor(WordPieceTokenizer(VOCAB), sequence_length=32))
+    classifier.save(tmp_path / "model.keras")
+    (tmp_path / "calibration.txt").write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+    assert main(["export", str(tmp_path / "model.keras"), "--format", "openvino", "--dtype", "int8", "--calibration",
+                 str(tmp_path / "calibration.txt"), "--output", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert f"openvino: {tmp_path / 'out' / 'openvino' / 'model_int8.xml'} in " in out
+    assert "computes in int8 (static) on this CPU" in out
+    rows = parity_report(classifier, {"openvino int8": str(tmp_path / "out" / "openvino" / "model_int8.xml")},
+                         check_batch(classifier))
+    assert rows[1]["cosine"] >= 0.99 and rows[1]["agreement"] >= 0.9, rows
+    assert main(["export", str(tmp_path / "model.keras"), "--format", "saved_model", "--format", "openvino", "--dtype",
+                 "int8", "--output", str(tmp_path / "x")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "keras-bert export: --dtype int8 writes an OpenVINO file (--format openvino alone); a SavedModel holds "
+        "float32 or bfloat16 weights, and ONNX and TFLite take --quantize dynamic_int8. Nothing was written.")
+
+
 def _embedder():
     preprocessor = BertPreprocessor(WordPieceTokenizer(VOCAB), sequence_length=32)
     return SentenceEmbedder(kb.bert_tiny(**{**SMALL, "vocab_size": len(VOCAB)}), preprocessor=preprocessor)

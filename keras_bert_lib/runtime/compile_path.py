@@ -36,6 +36,23 @@ def cpu_flags():
     return set()
 
 
+INT8_FLAGS = (("amx_int8", "AMX"), ("avx512_vnni", "AVX512-VNNI"), ("avx_vnni", "AVX-VNNI"))
+
+
+def int8_kernels(flags=None):
+    """"AMX", "AVX512-VNNI", "AVX-VNNI" or None: the int8 dot-product instructions here, which
+    int8 inference needs to pay (without them OpenVINO runs int8 on AVX2's slower sequences).
+
+    Example:
+        ```python
+        from keras_bert_lib.runtime.compile_path import int8_kernels
+        assert int8_kernels({"avx2", "avx512_vnni"}) == "AVX512-VNNI" and int8_kernels({"avx2"}) is None
+        ```
+    """
+    flags = cpu_flags() if flags is None else flags
+    return next((name for flag, name in INT8_FLAGS if flag in flags), None)
+
+
 def bfloat16_kernels(flags=None):
     """"AMX", "AVX512-BF16" or None: the bfloat16 matrix instructions oneDNN can use here.
 

@@ -10,6 +10,7 @@ import threading
 import keras
 import numpy as np
 
+from keras_bert_lib.runtime.compile_path import int8_kernels
 from keras_bert_lib.runtime.dtype_copy import weights_fingerprint
 from keras_bert_lib.runtime.input_checks import INPUTS as ID_NAMES
 
@@ -198,6 +199,9 @@ class Int8Runtime(OpenVINORuntime):
 
     def runner(self, model, ov_model, names):
         nncf = require_nncf()
+        if int8_kernels() is None:
+            logger.warning("int8: this CPU has no VNNI or AMX, so OpenVINO runs int8 on slower AVX2 sequences; "
+                           "python -m bench.real_text_speed says whether it beats the default here.")
         if not self._rows:  # no rows: dynamic
             self.quantization, self.kept_float = "dynamic", ()
             self.quantized = nncf.compress_weights(ov_model, mode=nncf.CompressWeightsMode.INT8_ASYM)

@@ -349,10 +349,15 @@ class PeerProcess:
     def __call__(self):
         self.process.stdin.write("go\n")
         self.process.stdin.flush()
-        line = self.process.stdout.readline()
-        if not line:
-            raise RuntimeError("the peer process ended; run its command by hand to see why")
-        self.seconds = float(line)
+        while True:  # its own seconds: the one line that is a number (NNCF draws its progress bars there too)
+            line = self.process.stdout.readline()
+            if not line:
+                raise RuntimeError("the peer process ended; run its command by hand to see why")
+            try:
+                self.seconds = float(line)
+                break
+            except ValueError:
+                continue
         return np.load(self.out)
 
 

@@ -278,6 +278,7 @@ def test_predict_says_what_it_computes_in_and_dtype_is_checked_against_a_saved_m
            "float32, or leave --dtype at auto." in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_embed_in_int8_stays_within_cosine_0_99_of_float32_and_a_saved_model_refuses_it(models, tmp_path, capsys,
                                                                                         caplog):
     import logging

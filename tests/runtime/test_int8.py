@@ -69,6 +69,7 @@ def test_a_first_call_of_a_few_rows_quantizes_dynamically(embedder):
     assert np.min(_cosines(got, embedder.predict(ids, verbose=0))) >= 0.99
 
 
+@pytest.mark.slow
 def test_calibration_texts_given_are_what_it_calibrates_on():
     tokenizer = WordPieceTokenizer(VOCAB)
     classifier = TextClassifier(kb.bert_tiny(**SMALL), num_classes=2,
@@ -84,6 +85,7 @@ def test_calibration_texts_given_are_what_it_calibrates_on():
     assert np.max(np.abs(got - want[:3])) <= 0.1 * np.std(want) + 1e-6
 
 
+@pytest.mark.slow
 def test_the_gate_keeps_the_feed_forward_outputs_in_float_then_refuses_naming_the_layers(embedder, caplog):
     ids = _ids(40, seed=2)
     model = SentenceEmbedder.from_config(embedder.get_config())
@@ -96,6 +98,7 @@ def test_the_gate_keeps_the_feed_forward_outputs_in_float_then_refuses_naming_th
     assert runtime.kept_float == FFN_OUTPUT
 
 
+@pytest.mark.slow
 def test_keep_float_leaves_those_matmuls_unquantized(embedder):
     from keras_bert_lib.runtime.openvino import _calibration_batches, convert, require_nncf, traced
 

@@ -17,24 +17,9 @@ from keras_bert_lib.runtime.input_checks import INPUTS as ID_NAMES
 logger = logging.getLogger("keras_bert_lib")
 
 # The layers whose activations carry a BERT's outliers (its blocks' feed-forward output
-# projections, Bondarenko et al. 2021): `Int8Runtime` keeps the first and the last block's in
-# float by default, and every block's when the model fails the quality gate so.
+# projections, Bondarenko et al. 2021): what `Int8Runtime` keeps in float when the whole model in
+# int8 fails the quality gate.
 FFN_OUTPUT = ("ffn/output",)
-
-
-def first_and_last_ffn_outputs(model):
-    """("layer_0/ffn/output", "layer_<L-1>/ffn/output"): `Int8Runtime`'s default `keep_float`.
-
-    Example:
-        ```python
-        from keras_bert_lib import bert_tiny
-        from keras_bert_lib.runtime.openvino import first_and_last_ffn_outputs
-        assert first_and_last_ffn_outputs(bert_tiny()) == ("layer_0/ffn/output", "layer_1/ffn/output")
-        ```
-    """
-    config = getattr(getattr(model, "encoder", model), "config", None)
-    layers = getattr(config, "num_hidden_layers", 1)
-    return tuple(dict.fromkeys(f"layer_{i}/ffn/output" for i in (0, layers - 1)))
 
 
 def require_openvino():
@@ -154,16 +139,14 @@ class Int8Runtime(OpenVINORuntime):
     cosine below `min_cosine` (outputs under 8 numbers wide: a difference above a tenth of their
     spread), every block's feed-forward output projection (`FFN_OUTPUT`, where BERT's outliers
     live) is kept in float and it tries again, and if that fails too it refuses, with one line
-    that names the layers to keep in float (`keep_float`) or says to predict in bfloat16. By
-    default the first and the last block's feed-forward outputs stay in float from the start (on
-    all-MiniLM-L6-v2 that lifts the worst of 2,000 held-out reviews above cosine 0.99 at about
-    the same speed; `keep_float=()` quantizes them too).
+    that names the layers to keep in float (`keep_float`) or says to predict in bfloat16. Layers
+    kept in float from the start (the first and the last block's feed-forward outputs lift a
+    model's worst texts the most) cost speed: int8 runs fastest whole.
 
     Args:
         calibration: list of texts (or of (first, second) pairs) or None. What to calibrate on.
         keep_float: tuple of layer paths ("ffn/output", "layer_0/attention/query") whose matmuls
-            stay in float, in every block where the path matches; None (the default): the first
-            and last block's feed-forward outputs (`first_and_last_ffn_outputs`).
+            stay in float, in every block where the path matches (default: none).
         samples: int. Calibration rows taken from `predict`'s first call (default: 300).
         min_cosine: float. The quality gate (default: 0.99).
         threads: int or None. CPU threads (None: every core).
@@ -185,10 +168,10 @@ class Int8Runtime(OpenVINORuntime):
         ```
     """
 
-    def __init__(self, calibration=None, keep_float=None, samples=300, min_cosine=0.99, threads=None):
+    def __init__(self, calibration=None, keep_float=(), samples=300, min_cosine=0.99, threads=None):
         super().__init__(threads)
         self.calibration = calibration
-        self.keep_float = None if keep_float is None else tuple(keep_float)
+        self.keep_float = tuple(keep_float)
         self.samples, self.min_cosine = samples, min_cosine
         self.quantization = None  # "static" or "dynamic", once quantized
         self.kept_float = None  # the layer paths kept in float, once quantized
@@ -230,7 +213,7 @@ class Int8Runtime(OpenVINORuntime):
         batches = _calibration_batches(self._rows)
         float32 = compiled_runner(ov_model, names, self.threads, {"INFERENCE_PRECISION_HINT": "f32"})
         want = [float32(b) for b in batches]
-        first = first_and_last_ffn_outputs(model) if self.keep_float is None else self.keep_float
+        first = self.keep_float
         tries = [first] + ([tuple(k for k in first if not k.endswith(FFN_OUTPUT[0])) + FFN_OUTPUT]
                            if FFN_OUTPUT[0] not in first else [])
         for keep in tries:

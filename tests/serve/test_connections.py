@@ -122,3 +122,32 @@ def test_port_zero_takes_a_free_port_and_a_stopped_servers_port_is_taken_again_a
         taken.listen()
         with pytest.raises(ValueError, match=r"Cannot listen on 127\.0\.0\.1:\d+ .*pick another port with --port"):
             listening_socket("127.0.0.1", taken.getsockname()[1])
+
+
+def test_accepted_connections_send_at_once_without_nagles_delay():
+    """asyncio turns Nagle's algorithm off (TCP_NODELAY) only on sockets that say they are TCP:
+    without it a response's body waits for the client's delayed ACK, 40 ms a request."""
+    import asyncio
+    import socket
+
+    from keras_bert_lib.serve.connections import listening_socket
+
+    async def main():
+        seen = []
+
+        async def handle(reader, writer):
+            seen.append(writer.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(handle, sock=listening_socket("127.0.0.1", 0))
+        port = server.sockets[0].getsockname()[1]
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        for _ in range(100):
+            if seen:
+                break
+            await asyncio.sleep(0.01)
+        writer.close()
+        server.close()
+        return seen
+
+    assert asyncio.run(main())[0] != 0

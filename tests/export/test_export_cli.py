@@ -47,7 +47,7 @@ def test_help_gives_every_flag_its_default(capsys, monkeypatch):
         main(["export", "--help"])
     stdout = capsys.readouterr().out
     flags = [chunk for chunk in stdout.split("\n  --")[1:]]
-    assert len(flags) == 9 and all("default" in f or "(required)" in f for f in flags), flags
+    assert len(flags) == 10 and all("default" in f or "(required)" in f for f in flags), flags
 
 
 def test_quickstart_help_gives_every_flag_its_default(capsys, monkeypatch):

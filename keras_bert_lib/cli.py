@@ -254,7 +254,7 @@ def _export(args):
         exported = export_all(model, args.output, formats=args.format, quantize=quantize, version=args.version,
                               pair=pair, text=args.text, optimize=args.optimize, model_path=path,
                               log=print, dtype=args.dtype, calibration=read_lines(args.calibration))
-    except (ValueError, FileExistsError, OSError) as e:  # a bad path or setting, found before any conversion
+    except (ValueError, FileExistsError, OSError, ImportError) as e:  # a bad path or setting; int8 without NNCF
         print(f"keras-bert export: {e}", file=sys.stderr)
         return 2
     print(format_report(parity_report(model, exported, check_batch(model, batch=8, length=args.length))))
@@ -383,7 +383,7 @@ def _serve(args):
               limits=Limits(args.max_instances, args.max_text_bytes), access_log=args.access_log,
               max_body_bytes=args.max_body_bytes, read_timeout=args.read_timeout, idle_timeout=args.idle_timeout,
               sock=sock)
-    except (ValueError, OSError) as e:  # a bad model or setting, an unreadable --calibration file
+    except (ValueError, OSError, ImportError) as e:  # a bad model or setting, a --calibration file, int8 without NNCF
         print(f"keras-bert serve: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C while the models load; once serving, Ctrl-C drains and returns

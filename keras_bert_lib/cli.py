@@ -237,8 +237,12 @@ def read_lines(path, flag="--calibration"):
     where it holds none."""
     if not path:
         return None
-    with open(path, encoding="utf-8") as f:
-        lines = [line.rstrip("\n") for line in f if line.strip()]
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = [line.rstrip("\n") for line in f if line.strip()]
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"{flag} {path}: {getattr(e, 'strerror', None) or e}; give a UTF-8 text file, one text "
+                         "per line.") from None
     if not lines:
         raise ValueError(f"{flag} {path} holds no texts; give one text per line.")
     return lines

@@ -54,8 +54,23 @@ def task_outputs(model, ids):
         out = task_outputs(bert_tiny(), {**ids, "segment_ids": np.zeros((1, 4), "int32")})
         ```
     """
-    names = output_names(model)  # refuses what it cannot export before any tracing
-    out = model(ids, training=False)
+    output_names(model)  # refuses what it cannot export before any tracing
+    return named_outputs(model, model(ids, training=False))
+
+
+def named_outputs(model, out):
+    """`task_outputs` of what `model` gave (its call's or its `predict`'s output, tensors or arrays).
+
+    Example:
+        ```python
+        import numpy as np
+        from keras_bert_lib import TextClassifier, bert_tiny
+        from keras_bert_lib.export.signatures import named_outputs
+        named = named_outputs(TextClassifier(bert_tiny(num_hidden_layers=1), 2), np.array([[2.0, 0.0]]))
+        assert int(named["label"][0]) == 0 and abs(float(named["probabilities"][0, 0]) - 0.8808) < 1e-4
+        ```
+    """
+    names = output_names(model)
     if isinstance(model, TextClassifier):
         logits = tf.cast(out, tf.float32)
         if names == ("score",):

@@ -13,6 +13,7 @@ import numpy as np
 from keras_bert_lib.runtime.compile_path import int8_kernels
 from keras_bert_lib.runtime.dtype_copy import weights_fingerprint
 from keras_bert_lib.runtime.input_checks import INPUTS as ID_NAMES
+from keras_bert_lib.runtime.length_buckets import length_batches
 
 logger = logging.getLogger("keras_bert_lib")
 
@@ -54,13 +55,18 @@ def traced(model):
                        input_signature=[spec]).get_concrete_function()
 
 
+def input_order(ov_model):
+    """The id names (`token_ids`, ...) of an OpenVINO model's inputs, in its order."""
+    return [next(k for k in ID_NAMES if any(k in n for n in port.get_names())) for port in ov_model.inputs]
+
+
 def compiled_runner(ov_model, names, threads=None, config=None):
     """A function id dict → list of arrays (in `names`' order) over a model compiled for the CPU;
     each thread that calls it has its own infer request."""
     ov = require_openvino()
     config = {**({"INFERENCE_NUM_THREADS": threads} if threads else {}), **(config or {})}
     compiled = ov.Core().compile_model(ov_model, "CPU", config)
-    order = [next(k for k in ID_NAMES if any(k in n for n in port.get_names())) for port in compiled.inputs]
+    order = input_order(compiled)
     local = threading.local()
 
     def run(ids):
@@ -71,7 +77,6 @@ def compiled_runner(ov_model, names, threads=None, config=None):
 
     hint = compiled.get_property("INFERENCE_PRECISION_HINT").to_string()
     run.precision = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}.get(hint, hint)
-    run.order = order
     return run
 
 
@@ -219,7 +224,6 @@ class Int8Runtime(OpenVINORuntime):
         for keep in tries:
             quantized = self._quantize(nncf, ov_model.clone(), batches, keep)
             run = compiled_runner(quantized, names, self.threads)
-            run.order = float32.order
             worst = min(_agreement(run(b), w, b["padding_mask"]) for b, w in zip(batches, want))
             if worst >= self.min_cosine:
                 self.quantization, self.kept_float, self.worst_cosine = "static", keep, worst
@@ -239,8 +243,7 @@ class Int8Runtime(OpenVINORuntime):
     def _quantize(nncf, ov_model, batches, keep):
         from nncf.quantization.advanced_parameters import AdvancedQuantizationParameters, AdvancedSmoothQuantParameters
 
-        order = [next(k for k in ID_NAMES if any(k in n for n in port.get_names())) for port in ov_model.inputs]
-        data = nncf.Dataset([[b[k] for k in order] for b in batches])
+        data = nncf.Dataset([[b[k] for k in input_order(ov_model)] for b in batches])
         patterns = [".*" + "/".join(f"{re.escape(part)}(_\\d+)?" for part in path.split("/")) + "/.*"
                     for path in keep]
         return nncf.quantize(ov_model, data, model_type=nncf.ModelType.TRANSFORMER, subset_size=len(batches),
@@ -250,15 +253,9 @@ class Int8Runtime(OpenVINORuntime):
 
 
 def _calibration_batches(rows, size=16):
-    """Calibration rows sorted by length, in batches of `size`, each cut to its longest row."""
-    lengths = rows["padding_mask"].sum(1)
-    order = np.argsort(lengths, kind="stable")
-    batches = []
-    for start in range(0, len(order), size):
-        pick = order[start:start + size]
-        width = max(int(lengths[pick].max()), 1)
-        batches.append({k: np.ascontiguousarray(v[pick, :width], np.int32) for k, v in rows.items()})
-    return batches
+    """Calibration rows by length (`length_batches`), each batch cut to its longest row."""
+    return [{k: np.ascontiguousarray(v[pick, :width], np.int32) for k, v in rows.items()}
+            for pick, width in length_batches(rows["padding_mask"], size, multiple=1)]
 
 
 def _agreement(got, want, mask):

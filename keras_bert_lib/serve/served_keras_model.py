@@ -5,7 +5,7 @@ import asyncio
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_lib.export.signatures import PAIR_TASKS, output_names, text_input_names, utf8_or_replaced
+from keras_bert_lib.export.signatures import PAIR_TASKS, named_outputs, output_names, text_input_names, utf8_or_replaced
 from keras_bert_lib.runtime.input_checks import INPUTS as ID_NAMES
 from keras_bert_lib.serve.protocol import Limits
 from keras_bert_lib.serve.served_model import PER_TOKEN, ServedModel
@@ -57,7 +57,8 @@ class ServedKerasModel(ServedModel):
         names = getattr(self.model, "class_names", None)
         if names and getattr(self.model, "num_classes", 0) > 1:
             self.outputs += ("class_name",)
-        self.class_names = np.array([str(n).encode() for n in names], object) if names else None  # as TF's strings
+        self.class_names = (np.array([str(n).encode() for n in names], object)  # as TF's strings
+                            if "class_name" in self.outputs else None)
         self.precision = set_inference_dtype(self.model, self.dtype)
         if self.dtype == "int8" and self.calibration:
             from keras_bert_lib.runtime.openvino import Int8Runtime
@@ -97,27 +98,11 @@ class ServedKerasModel(ServedModel):
         for i, row in enumerate(rows):
             for k in ID_NAMES:
                 ids[k][i, :len(row[k])] = row[k]
-        out = self._named(self.model.predict(ids, batch_size=len(rows), verbose=0))
+        out = {k: np.asarray(v) for k, v in named_outputs(self.model, self.model.predict(
+            ids, batch_size=len(rows), verbose=0)).items()}
+        if self.class_names is not None:
+            out["class_name"] = self.class_names[out["label"]]
         return [{name: out[name][i] for name in self.outputs} for i in range(len(rows))]
-
-    def _named(self, raw):
-        """The SavedModel's named outputs (`export.signatures.task_outputs`) of `predict`'s."""
-        names = output_names(self.model)
-        if names == ("probabilities", "label"):
-            logits = np.asarray(raw, np.float32)
-            e = np.exp(logits - logits.max(-1, keepdims=True))
-            out = {"probabilities": e / e.sum(-1, keepdims=True), "label": logits.argmax(-1).astype(np.int32)}
-            if self.class_names is not None:
-                out["class_name"] = self.class_names[out["label"]]
-            return out
-        if names == ("logits", "tag_ids"):
-            logits = np.asarray(raw, np.float32)
-            return {"logits": logits, "tag_ids": logits.argmax(-1).astype(np.int32)}
-        if names == ("score",):
-            return {"score": np.asarray(raw, np.float32).reshape(len(raw), -1)[:, 0]}
-        if not isinstance(raw, dict):
-            raw = dict(zip(names, raw)) if isinstance(raw, (tuple, list)) else {names[0]: raw}
-        return {name: np.asarray(raw[name], np.float32) for name in names}
 
 
 __all__ = ["PER_TOKEN", "ServedKerasModel"]

@@ -232,7 +232,7 @@ def test_a_nightly_job_never_reports_another_jobs_rows_as_its_own(models, tmp_pa
     (tmp_path / "same.keras").write_bytes(other.read_bytes())
     assert main(["embed", str(tmp_path / "same.keras"), str(a), "--output", out]) == 2
     capsys.readouterr()
-    with caplog.at_level(logging.INFO):  # whatever level an earlier test left the root logger at
+    with caplog.at_level(logging.INFO):  # the line is INFO
         assert main(["embed", path, str(a), "--output", out]) == 0
     assert f"{out} is finished: the same job wrote it (--overwrite writes it again)." in caplog.text
     assert main(["embed", path, str(b), "--output", out, "--overwrite"]) == 0

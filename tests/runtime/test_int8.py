@@ -3,6 +3,8 @@ quantization calibrated on the first call's rows or on given texts, dynamic on a
 few rows, a quality gate against Keras' float32 outputs that keeps the feed-forward outputs in
 float before it refuses, and the caller's order kept."""
 
+import logging
+
 import numpy as np
 import pytest
 
@@ -114,3 +116,17 @@ def test_keep_float_leaves_those_matmuls_unquantized(embedder):
     ffn_outputs = {name for name in whole if "/ffn" in name and "/output" in name}
     assert len(ffn_outputs) == SMALL["num_hidden_layers"]
     assert kept == whole - ffn_outputs
+
+
+def test_quieting_nncf_leaves_the_handlers_others_attached_to_its_logger_alone():
+    """NNCF's tables are quieted through its logger's level: a handler someone else put on that
+    logger (pytest attaches its capture to every logger that does not propagate) keeps its own."""
+    from keras_bert_lib.runtime.openvino import require_nncf
+
+    handler, logger = logging.Handler(logging.DEBUG), logging.getLogger("nncf")
+    logger.addHandler(handler)
+    try:
+        require_nncf()
+        assert handler.level == logging.DEBUG and logger.level == logging.ERROR
+    finally:
+        logger.removeHandler(handler)

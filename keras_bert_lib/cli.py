@@ -331,9 +331,10 @@ def _serve_flags(parser):
     parser.add_argument("--max-batch-size", type=positive, default=32,
                         help="texts per model call from requests that arrive together; 1 turns batching off "
                              "(default: 32)")
-    parser.add_argument("--batch-timeout-micros", type=int, default=2000,
-                        help="how long the first request waits for others to fill its batch, in microseconds "
-                             "(default: 2000)")
+    parser.add_argument("--batch-timeout-micros", type=int, default=0,
+                        help="how long a request that finds a model call free waits for others to fill its batch, "
+                             "in microseconds; 0 takes what has queued, and batches form while calls run "
+                             "(default: 0)")
     parser.add_argument("--max-batch-tokens", type=positive, default=16384,
                         help="tokens per model call: a batch closes at this many tokens of its texts, or at "
                              "--max-batch-size texts, whichever comes first, as TEI's flag does (default: 16384)")

@@ -107,8 +107,8 @@ def inference_streams(jit_compile, backend=None, accelerators=None):
     Two batches in flight keep the cores busy through what one batch leaves idle (the kernels
     between its matmuls, each call's dispatch); three or four were no faster than two on the CPUs
     measured (`python -m bench.in_flight`, docs/benchmarks.md). XLA (GPUs, TPUs, JAX,
-    `jit_compile=True`) and the other backends keep one batch at a time, as does a `runtime`
-    (OpenVINO, one request at a time).
+    `jit_compile=True`) and the other backends keep one batch at a time; a `runtime` says its own
+    (OpenVINO's `streams`).
 
     Example:
         ```python

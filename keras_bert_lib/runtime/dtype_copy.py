@@ -42,13 +42,12 @@ def with_dtype(model, dtype):
     return copy
 
 
-_SAMPLE = 61  # every 61st value of each variable: any row of an embedding, any whole-tensor assignment
-
-
 def weights_fingerprint(weights):
-    """A tuple that changes when any of `weights` (Keras variables) is assigned: per variable,
-    the integer sum of the bit patterns of every 61st value (every row of an embedding table
-    has some): a few milliseconds for a model's variables, not a pass over their values.
+    """A tuple that changes when any of `weights` (Keras variables) is assigned, whole or a row
+    at a time: per variable, the integer sum of the bit patterns of one value in every row (row
+    i's value i modulo the row's length; every value of a vector). One value a row reads a
+    cache line a row, not the whole model, and on TensorFlow one compiled program per set of
+    weights reads them where they are (captured, not passed), so `predict` can check every call.
 
     Example:
         ```python
@@ -61,25 +60,42 @@ def weights_fingerprint(weights):
         ```
     """
     if keras.backend.backend() == "tensorflow":
-        return tuple(_tf_fingerprint([w.value for w in weights]).numpy().tolist())
-    samples = [np.ascontiguousarray(keras.ops.convert_to_numpy(w).reshape(-1)[::_SAMPLE]) for w in weights]
+        return tuple(_tf_fingerprint(weights)().numpy().tolist())
+    samples = [_one_a_row(keras.ops.convert_to_numpy(w)) for w in weights]
     return tuple(int(s.view(f"uint{8 * s.itemsize}").sum(dtype=np.uint64)) for s in samples)
 
 
-def _tf_fingerprint(values):
-    global _tf_fingerprint_function
-    if _tf_fingerprint_function is None:
-        import tensorflow as tf
-
-        def sums(values):
-            def one(v):
-                sample = tf.reshape(v, [-1])[::_SAMPLE]
-                bits = {1: tf.uint8, 2: tf.uint16, 4: tf.uint32, 8: tf.uint64}[v.dtype.size]
-                return tf.reduce_sum(tf.cast(tf.bitcast(sample, bits), tf.int64))
-            return tf.stack([one(v) for v in values])
-
-        _tf_fingerprint_function = tf.function(sums, jit_compile=True, reduce_retracing=True)
-    return _tf_fingerprint_function(values)
+def _one_a_row(value):
+    if value.ndim < 2:
+        return np.ascontiguousarray(value.reshape(-1))
+    rows = value.reshape(-1, value.shape[-1])
+    return np.ascontiguousarray(rows[np.arange(len(rows)), np.arange(len(rows)) % rows.shape[1]])
 
 
-_tf_fingerprint_function = None
+def _tf_fingerprint(weights):
+    """The compiled fingerprint of these variables, made on first use and kept while they live."""
+    key = tuple(map(id, weights))
+    cached = _tf_fingerprints.get(key)
+    if cached is not None and all(a is b for a, b in zip(cached[0], weights)):
+        return cached[1]
+    import tensorflow as tf
+
+    variables = [w.value for w in weights]
+
+    def one(v):
+        if v.shape.rank < 2:
+            sample = tf.reshape(v, [-1])
+        else:
+            rows = tf.reshape(v, [-1, v.shape[-1]])
+            sample = tf.gather(rows, tf.range(tf.shape(rows)[0]) % v.shape[-1], axis=1, batch_dims=1)
+        bits = {1: tf.uint8, 2: tf.uint16, 4: tf.uint32, 8: tf.uint64}[v.dtype.size]
+        return tf.reduce_sum(tf.cast(tf.bitcast(sample, bits), tf.int64))
+
+    function = tf.function(lambda: tf.stack([one(v) for v in variables]), jit_compile=True)
+    while len(_tf_fingerprints) >= 8:  # the oldest goes: a test session makes many models
+        _tf_fingerprints.pop(next(iter(_tf_fingerprints)))
+    _tf_fingerprints[key] = (list(weights), function)
+    return function
+
+
+_tf_fingerprints = {}  # ids of a list of variables -> (those variables, their fingerprint function)

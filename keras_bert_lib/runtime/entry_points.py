@@ -204,18 +204,49 @@ class EntryPoints(ResolvesAutoJitCompile):
         if verbose not in (0, "0") and len(ids["padding_mask"]) > batch_size:
             bar = keras.utils.Progbar(-(-len(ids["padding_mask"]) // batch_size), verbose=1 if verbose == "auto"
                                       else verbose, unit_name="batch")
-        per_token = [len(o.shape) >= 2 and o.shape[1] is None for o in keras.tree.flatten(self.output)]
+        runtime = self.predict_runtime()
+        if runtime is not None and hasattr(runtime, "calibrate"):  # sees predict's rows before its first batch (int8)
+            runtime.calibrate(self, ids)
+        run, multiple, streams = self._batch_path()
+        return predict_by_length(run, ids, batch_size, multiple, self._per_token(), self._padding_fill,
+                                 None if bar is None else bar.update, streams)
+
+    def fixed_predictor(self, batch_size=32):
+        """A function of an id dict → what `predict` returns for it, by length, on the path
+        `predict` takes now (its runtime, or its inference copy), resolved once: for a caller that
+        keeps the weights as they are (a server). `predict` itself asks on every call whether
+        they changed since its copy was made (`inference_model`, a runtime's compiled model); this
+        skips that and the input checks, so give it id rows the preprocessor made.
+
+        Example:
+            ```python
+            import numpy as np
+            from keras_bert_lib import SentenceEmbedder, bert_tiny
+            embedder = SentenceEmbedder(bert_tiny(num_hidden_layers=1))
+            ids = {"token_ids": np.array([[2, 7, 3], [2, 3, 0]]), "segment_ids": np.zeros((2, 3), "int32"),
+                   "padding_mask": np.array([[1, 1, 1], [1, 1, 0]])}
+            run = embedder.fixed_predictor()
+            assert np.allclose(run(ids), embedder.predict(ids, verbose=0), atol=1e-6)
+            ```
+        """
+        run, multiple, streams = self._batch_path()
+        per_token, fill = self._per_token(), self._padding_fill
+        return lambda ids: predict_by_length(run, {k: np.asarray(v) for k, v in ids.items()}, batch_size, multiple,
+                                             per_token, fill, None, streams)
+
+    def _batch_path(self):
+        """(a function of one batch, its widths' multiple, batches at once) on the runtime or
+        Keras' `predict_on_batch` of `inference_model()`."""
         runtime = self.predict_runtime()
         if runtime is not None:
-            if hasattr(runtime, "calibrate"):  # sees predict's rows before its first batch (int8)
-                runtime.calibrate(self, ids)
-            run, multiple, streams = runtime.batch_function(self), self._bucket_multiple(), 1
-        else:
-            model = self.inference_model()
-            run, multiple = (lambda batch: keras.Model.predict_on_batch(model, batch)), self._bucket_multiple(model)
-            streams = inference_streams(model.jit_compile)
-        return predict_by_length(run, ids, batch_size, multiple, per_token, self._padding_fill,
-                                 None if bar is None else bar.update, streams)
+            run = runtime.batch_function(self)
+            return run, self._bucket_multiple(), getattr(runtime, "streams", 1)
+        model = self.inference_model()
+        return ((lambda batch: keras.Model.predict_on_batch(model, batch)), self._bucket_multiple(model),
+                inference_streams(model.jit_compile))
+
+    def _per_token(self):
+        return [len(o.shape) >= 2 and o.shape[1] is None for o in keras.tree.flatten(self.output)]
 
     def predict_runtime(self):
         """What `predict` by length runs batches on in place of Keras: the model's `runtime`, or None."""

@@ -4,8 +4,8 @@ CPU at the precision it runs fastest (`OpenVINORuntime`), or quantized to int8 b
 """
 
 import logging
+import queue
 import re
-import threading
 
 import keras
 import numpy as np
@@ -63,22 +63,32 @@ def input_order(ov_model):
 
 
 def compiled_runner(ov_model, names, threads=None, config=None):
-    """A function id dict → list of arrays (in `names`' order) over a model compiled for the CPU;
-    each thread that calls it has its own infer request."""
+    """A function id dict → list of arrays (in `names`' order) over a model compiled for the CPU
+    with OpenVINO's THROUGHPUT hint (its streams split the cores: two batches at once on two cores
+    run faster than one on both, most of all small ones, a server's); each call at once has an
+    infer request of its own, and `run.streams` says how many to run at once (OpenVINO's
+    optimal number of requests)."""
     ov = require_openvino()
-    config = {**({"INFERENCE_NUM_THREADS": threads} if threads else {}), **(config or {})}
+    config = {"PERFORMANCE_HINT": "THROUGHPUT", **({"INFERENCE_NUM_THREADS": threads} if threads else {}),
+              **(config or {})}
     compiled = ov.Core().compile_model(ov_model, "CPU", config)
     order = input_order(compiled)
-    local = threading.local()
+    idle = queue.SimpleQueue()  # infer requests no call holds: made as calls at once need them
 
     def run(ids):
-        if not hasattr(local, "request"):
-            local.request = compiled.create_infer_request()
-        results = local.request.infer([np.asarray(ids[k], np.int32) for k in order])
-        return [np.array(results[port]) for port in compiled.outputs[:len(names)]]
+        try:
+            request = idle.get_nowait()
+        except queue.Empty:
+            request = compiled.create_infer_request()
+        try:
+            results = request.infer([np.asarray(ids[k], np.int32) for k in order])
+            return [np.array(results[port]) for port in compiled.outputs[:len(names)]]
+        finally:
+            idle.put(request)
 
     hint = compiled.get_property("INFERENCE_PRECISION_HINT").to_string()
     run.precision = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}.get(hint, hint)
+    run.streams = int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))
     return run
 
 
@@ -114,6 +124,7 @@ class OpenVINORuntime:
     def __init__(self, threads=None):
         self.threads = threads
         self.precision = None
+        self.streams = 1  # batches `predict` runs at once (OpenVINO's number, once compiled)
         self._compiled = None  # (weights fingerprint, runner)
 
     def batch_function(self, model):
@@ -123,7 +134,7 @@ class OpenVINORuntime:
             structure = model.output
             names = [str(i) for i in range(len(keras.tree.flatten(structure)))]
             run = self.runner(model, convert(traced(model)), names)
-            self.precision = run.precision
+            self.precision, self.streams = run.precision, run.streams
             self._compiled = (stamp, lambda ids: keras.tree.pack_sequence_as(structure, run(ids)))
         return self._compiled[1]
 
@@ -216,7 +227,10 @@ class Int8Runtime(OpenVINORuntime):
             self.quantization, self.kept_float = "dynamic", ()
             self.quantized = nncf.compress_weights(ov_model, mode=nncf.CompressWeightsMode.INT8_ASYM)
             self.quantized.set_rt_info("32", ["runtime_options", "DYNAMIC_QUANTIZATION_GROUP_SIZE"])  # kept in its IR
-            return compiled_runner(self.quantized, names, self.threads, {"DYNAMIC_QUANTIZATION_GROUP_SIZE": "32"})
+            # one stream: OpenVINO 2026.4's dynamic quantization on several streams gives wrong outputs
+            # for every model compiled after the first in a process (tested)
+            return compiled_runner(self.quantized, names, self.threads,
+                                   {"DYNAMIC_QUANTIZATION_GROUP_SIZE": "32", "PERFORMANCE_HINT": "LATENCY"})
         batches = _calibration_batches(self._rows)
         float32 = compiled_runner(ov_model, names, self.threads, {"INFERENCE_PRECISION_HINT": "f32"})
         want = [float32(b) for b in batches]

@@ -7,7 +7,7 @@ import asyncio
 import logging
 import socket
 
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 logger = logging.getLogger("keras_bert_lib.serve")
 
@@ -79,10 +79,11 @@ class BodyLimits:
         await send({"type": "http.response.body", "body": body})
 
 
-class RequestDeadline(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol, but a connection has `read_timeout` seconds to send each
-    request's line and headers, counted from when it opened or its previous answer went out; a
-    client that sends nothing, or sends slowly (Slowloris), is closed with a line in the log.
+class RequestDeadline(HttpToolsProtocol):
+    """uvicorn's HTTP/1.1 protocol on httptools (its fast parser), but a connection has
+    `read_timeout` seconds to send each request's line and headers, counted from when it opened
+    or its previous answer went out; a client that sends nothing, or sends slowly (Slowloris),
+    is closed with a line in the log.
     Idle time between requests is uvicorn's `timeout_keep_alive`; the body's time is
     `BodyLimits`'.
 

@@ -119,8 +119,9 @@ def registered_names(specs):
 class QuietRESTServer(RESTServer):
     """KServe's REST server with what `keras-bert serve` adds: a client's bad request
     (`InvalidInput`, a 400) and an unknown model (a 404, whose answer lists the models served)
-    are one line in the log at INFO, where KServe logs each at ERROR with its traceback;
-    `middleware` wraps the app (`connections.BodyLimits`); `start` listens on the given sockets.
+    are one line in the log at INFO, where KServe logs each at ERROR with its traceback; no
+    per-request timing middleware; `middleware` wraps the app (`connections.BodyLimits`);
+    `start` listens on the given sockets.
 
     Example:
         ```python
@@ -134,7 +135,8 @@ class QuietRESTServer(RESTServer):
         self.served, self.middleware = list(served), list(middleware)
 
     def _add_middlewares(self, app):
-        super()._add_middlewares(app)
+        # not KServe's TimingMiddleware: its per-request timings are lines this server does not
+        # print, and it reads the process's CPU time twice a request (getrusage: every thread's)
         for middleware, options in self.middleware:
             app.add_middleware(middleware, **options)
 

@@ -1,12 +1,11 @@
 """A fine-tuning run's Keras model behind the server, on the path `predict` takes."""
 
-import asyncio
-
 import numpy as np
 import tensorflow as tf
 
 from keras_bert_lib.export.signatures import PAIR_TASKS, named_outputs, output_names, text_input_names, utf8_or_replaced
 from keras_bert_lib.runtime.input_checks import INPUTS as ID_NAMES
+from keras_bert_lib.serve.batcher import Batcher
 from keras_bert_lib.serve.protocol import Limits
 from keras_bert_lib.serve.served_model import PER_TOKEN, ServedModel
 
@@ -20,9 +19,12 @@ class ServedKerasModel(ServedModel):
     Each request is tokenized as it arrives, in a worker thread (never on the event loop), so its
     token count is known when batches form: a batch closes at `max_batch_size` texts or
     `max_batch_tokens` tokens, and up to `in_flight` batches run at once while the next forms.
-    A formed batch runs as one `predict` call, which sorts its texts by length and cuts each part
-    to its longest text. int8 calibrates on `calibration` (texts) where given, and is dynamic
-    otherwise (`runtime.openvino.Int8Runtime`).
+    Requests waiting to be tokenized are tokenized in one call (one text costs about what sixteen
+    do). A formed batch runs as `predict` runs it (`fixed_predictor`: the path resolved once at
+    load, as a served model's weights do not change): sorted by length, in parts of `chunk_size`
+    texts each cut to its longest, as many parts at once as the runtime runs (OpenVINO's
+    streams), so that one batch of a few texts uses every core. int8 calibrates on `calibration`
+    (texts) where given, and is dynamic otherwise (`runtime.openvino.Int8Runtime`).
 
     Args:
         name: str. The model's name in the URLs.
@@ -30,6 +32,7 @@ class ServedKerasModel(ServedModel):
         dtype: str. What the model computes in (default: "auto").
         calibration: list of str or None. int8's calibration texts.
         max_batch_size, batch_timeout_micros, max_batch_tokens, in_flight: the batcher's (`Batcher`).
+        chunk_size: int. Texts per model call within a batch (default: 4).
         limits: `Limits` of one request.
     Example:
         ```python
@@ -38,12 +41,14 @@ class ServedKerasModel(ServedModel):
         ```
     """
 
-    def __init__(self, name, path, dtype="auto", calibration=None, max_batch_size=32, batch_timeout_micros=2000,
-                 limits=Limits(), on_batch=None, max_batch_tokens=None, in_flight=2):
+    def __init__(self, name, path, dtype="auto", calibration=None, max_batch_size=32, batch_timeout_micros=0,
+                 limits=Limits(), on_batch=None, max_batch_tokens=None, in_flight=2, chunk_size=4):
         super().__init__(name, path, max_batch_size, batch_timeout_micros, limits, on_batch,
                          max_batch_tokens=max_batch_tokens, in_flight=in_flight)
-        self.dtype, self.calibration = dtype, calibration
-        self.model = self._tokenize = None
+        self.dtype, self.calibration, self.chunk_size = dtype, calibration, chunk_size
+        self.model = self._tokenize = self._predict = None
+        # requests waiting to be tokenized go as one call: one text costs about what sixteen do
+        self._tokenizer = Batcher(self._tokenize_requests, max_batch_size=1024, batch_timeout_micros=0)
 
     def load(self):
         from keras_bert_lib.corpus.models import set_inference_dtype
@@ -71,15 +76,28 @@ class ServedKerasModel(ServedModel):
             lambda *texts: preprocessor(tuple(map(utf8_or_replaced, texts)) if len(texts) == 2
                                         else utf8_or_replaced(texts[0])),
             input_signature=[spec] * len(self.inputs))
-        first = [{name: "a" for name in self.inputs}]
-        self._run([self.tokenized(first)[0]])  # the first call traces (and quantizes): not a client's wait
+        first = self.tokenized([{name: "a" for name in self.inputs}])[0]
+        self.model.predict(self._padded(first), verbose=0)  # traces (and quantizes): not a client's wait
+        self._predict = self.model.fixed_predictor(self.chunk_size)
+        self._run([first])
         self.ready = True
         return self.ready
 
     async def infer(self, rows):
-        """Each row's results: tokenized off the event loop, then batched by texts and tokens."""
-        ids, counts = await asyncio.to_thread(self.tokenized, rows)
-        return await self.batcher(ids, counts)
+        """Each row's results: tokenized off the event loop with the requests that arrived with it
+        (one call for all), then batched by texts and tokens."""
+        tokenized = await self._tokenizer(rows)
+        return await self.batcher([ids for ids, _ in tokenized], [count for _, count in tokenized])
+
+    def _tokenize_requests(self, requests):
+        rows = [row for request in requests for row in request]
+        ids, counts = self.tokenized(rows)
+        pairs, start = list(zip(ids, counts)), 0
+        out = []
+        for request in requests:
+            out.append(pairs[start:start + len(request)])
+            start += len(request)
+        return out
 
     def tokenized(self, rows):
         """([each row's unpadded id dict], [each row's token count])."""
@@ -92,14 +110,17 @@ class ServedKerasModel(ServedModel):
     def token_counts(self, rows):
         return self.tokenized(rows)[1]
 
-    def _call(self, rows):
+    @staticmethod
+    def _padded(rows):
         width = max(len(row["padding_mask"]) for row in rows)
         ids = {k: np.zeros((len(rows), width), np.int32) for k in ID_NAMES}
         for i, row in enumerate(rows):
             for k in ID_NAMES:
                 ids[k][i, :len(row[k])] = row[k]
-        out = {k: np.asarray(v) for k, v in named_outputs(self.model, self.model.predict(
-            ids, batch_size=len(rows), verbose=0)).items()}
+        return ids
+
+    def _call(self, rows):
+        out = {k: np.asarray(v) for k, v in named_outputs(self.model, self._predict(self._padded(rows))).items()}
         if self.class_names is not None:
             out["class_name"] = self.class_names[out["label"]]
         return [{name: out[name][i] for name in self.outputs} for i in range(len(rows))]

@@ -41,7 +41,7 @@ class ServedModel(Model):
         ```
     """
 
-    def __init__(self, name, path, max_batch_size=32, batch_timeout_micros=2000, limits=Limits(), on_batch=None,
+    def __init__(self, name, path, max_batch_size=32, batch_timeout_micros=0, limits=Limits(), on_batch=None,
                  max_batch_tokens=None, in_flight=2):
         super().__init__(name)
         self.path, self.limits = path, limits

@@ -128,7 +128,7 @@ def _config_specs(config_file):
     return specs
 
 
-def serve(specs, host="127.0.0.1", port=8501, max_batch_size=32, batch_timeout_micros=2000, limits=Limits(),
+def serve(specs, host="127.0.0.1", port=8501, max_batch_size=32, batch_timeout_micros=0, limits=Limits(),
           grace_period=30, access_log=False, max_body_bytes=4 << 20, read_timeout=30.0, idle_timeout=65, sock=None,
           dtype="auto", calibration=None, max_batch_tokens=16384, in_flight=2):
     """Serves `specs` (`model_specs`) until SIGTERM or Ctrl-C, then finishes the requests in
@@ -217,7 +217,11 @@ def serve(specs, host="127.0.0.1", port=8501, max_batch_size=32, batch_timeout_m
     # through Python (atexit runs) where the default would kill the process.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     try:
-        asyncio.run(run())
+        import uvloop  # libuv's event loop: a request costs less of the loop's time than on asyncio's
+    except ImportError:  # Windows
+        uvloop = None
+    try:
+        uvloop.run(run()) if uvloop is not None else asyncio.run(run())
     finally:
         logger.info("Stopped; the requests in flight were answered.")
 

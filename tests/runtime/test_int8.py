@@ -61,14 +61,17 @@ def test_int8_calibrates_on_the_first_calls_rows_and_keeps_each_rows_vector(embe
 
 
 def test_a_first_call_of_a_few_rows_quantizes_dynamically(embedder):
+    """Twice in one process: OpenVINO's dynamic quantization on several streams answered wrongly
+    for a model compiled after another, so it runs on one."""
     ids = _ids(6, seed=1)
-    runtime = Int8Runtime()
-    model = SentenceEmbedder.from_config(embedder.get_config())
-    model.set_weights(embedder.get_weights())
-    model.runtime = runtime
-    got = model.predict(ids, verbose=0)
-    assert runtime.quantization == "dynamic"
-    assert np.min(_cosines(got, embedder.predict(ids, verbose=0))) >= 0.99
+    for _ in range(2):
+        runtime = Int8Runtime()
+        model = SentenceEmbedder.from_config(embedder.get_config())
+        model.set_weights(embedder.get_weights())
+        model.runtime = runtime
+        got = model.predict(ids, verbose=0)
+        assert runtime.quantization == "dynamic" and runtime.streams == 1
+        assert np.min(_cosines(got, embedder.predict(ids, verbose=0))) >= 0.99
 
 
 @pytest.mark.slow

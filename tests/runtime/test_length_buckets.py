@@ -85,6 +85,19 @@ def test_each_texts_outputs_equal_the_fixed_width_path_in_the_callers_order(kind
         np.testing.assert_allclose(single[0], got[7][:single.shape[1]] if kind == "tagger" else got[7], atol=1e-5)
 
 
+@pytest.mark.parametrize("kind", ["classifier", "tagger"])
+def test_the_fixed_predictor_gives_what_predict_gives_in_parts_of_its_size(kind):
+    """The server's path (`fixed_predictor`, resolved once): predict's outputs, per-token ones
+    padded back to the input's width, whatever the parts' size."""
+    encoder, preprocessor = bert_tiny(vocab_size=30522, num_hidden_layers=1), _preprocessor()
+    model = (TextClassifier(encoder, 3, preprocessor=preprocessor) if kind == "classifier"
+             else TokenClassifier(encoder, ["O", "B-X", "I-X"], preprocessor=preprocessor))
+    ids = {k: v.numpy() for k, v in preprocessor(TEXTS[:20]).items()}
+    want = model.predict(ids, verbose=0)
+    for size in (3, 32):
+        np.testing.assert_allclose(model.fixed_predictor(size)(ids), want, atol=1e-5)
+
+
 @pytest.mark.slow
 def test_evaluate_by_length_gives_the_fixed_width_numbers():
     classifier = TextClassifier(bert_tiny(vocab_size=30522, num_hidden_layers=2), 2, preprocessor=_preprocessor())

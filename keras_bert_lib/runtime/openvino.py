@@ -158,8 +158,8 @@ class Int8Runtime(OpenVINORuntime):
     spread), every block's feed-forward output projection (`FFN_OUTPUT`, where BERT's outliers
     live) is kept in float and it tries again, and if that fails too it refuses, with one line
     that names the layers to keep in float (`keep_float`) or says to predict in bfloat16. Layers
-    kept in float from the start (the first and the last block's feed-forward outputs lift a
-    model's worst texts the most) cost speed: int8 runs fastest whole.
+    kept in float from the start (the first block's feed-forward output lifts a model's worst
+    texts the most) cost speed: int8 runs fastest whole.
 
     Args:
         calibration: list of texts (or of (first, second) pairs) or None. What to calibrate on.

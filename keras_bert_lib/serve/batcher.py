@@ -10,7 +10,7 @@ class Batcher:
 
     `await batcher(rows, tokens)` queues one request's rows (with each row's token count, where
     the batch has a token budget) and returns `run`'s results for them. The first request that
-    finds the model idle waits at most `batch_timeout_micros` for others; the batch closes when it
+    finds the model idle waits at most `batch_timeout_micros` for others (default 0: none); the batch closes when it
     holds `max_batch_size` rows or `max_batch_tokens` tokens (TEI's `--max-batch-tokens`: the sum
     of its rows' tokens), or the time is up. Up to `in_flight` batches run at once: while one
     runs, the next forms and starts, so under load batches fill without waiting and the cores
@@ -33,7 +33,7 @@ class Batcher:
         ```
     """
 
-    def __init__(self, run, max_batch_size=32, batch_timeout_micros=2000, on_batch=None, max_batch_tokens=None,
+    def __init__(self, run, max_batch_size=32, batch_timeout_micros=0, on_batch=None, max_batch_tokens=None,
                  in_flight=1):
         if max_batch_size < 1 or batch_timeout_micros < 0 or in_flight < 1 or (
                 max_batch_tokens is not None and max_batch_tokens < 1):

@@ -7,7 +7,7 @@ from keras_bert_lib.export.signatures import PAIR_TASKS, named_outputs, output_n
 from keras_bert_lib.runtime.input_checks import INPUTS as ID_NAMES
 from keras_bert_lib.serve.batcher import Batcher
 from keras_bert_lib.serve.protocol import Limits
-from keras_bert_lib.serve.served_model import PER_TOKEN, ServedModel
+from keras_bert_lib.serve.served_model import PER_TOKEN, ServedModel, per_request
 
 
 class ServedKerasModel(ServedModel):
@@ -16,11 +16,11 @@ class ServedKerasModel(ServedModel):
     `inference_dtype` (`dtype`: "auto" is bfloat16 where it pays, or "float32", "bfloat16",
     "int8"), by length.
 
-    Each request is tokenized as it arrives, in a worker thread (never on the event loop), so its
-    token count is known when batches form: a batch closes at `max_batch_size` texts or
+    Requests are tokenized as they arrive, in a worker thread (never on the event loop), those
+    waiting together in one call (one text costs about what sixteen do), so each text's token
+    count is known when batches form: a batch closes at `max_batch_size` texts or
     `max_batch_tokens` tokens, and up to `in_flight` batches run at once while the next forms.
-    Requests waiting to be tokenized are tokenized in one call (one text costs about what sixteen
-    do). A formed batch runs as `predict` runs it (`fixed_predictor`: the path resolved once at
+    A formed batch runs as `predict` runs it (`fixed_predictor`: the path resolved once at
     load, as a served model's weights do not change): sorted by length, in parts of `chunk_size`
     texts each cut to its longest, as many parts at once as the runtime runs (OpenVINO's
     streams), so that one batch of a few texts uses every core. int8 calibrates on `calibration`
@@ -90,14 +90,8 @@ class ServedKerasModel(ServedModel):
         return await self.batcher([ids for ids, _ in tokenized], [count for _, count in tokenized])
 
     def _tokenize_requests(self, requests):
-        rows = [row for request in requests for row in request]
-        ids, counts = self.tokenized(rows)
-        pairs, start = list(zip(ids, counts)), 0
-        out = []
-        for request in requests:
-            out.append(pairs[start:start + len(request)])
-            start += len(request)
-        return out
+        ids, counts = self.tokenized([row for request in requests for row in request])
+        return per_request(list(zip(ids, counts)), requests)
 
     def tokenized(self, rows):
         """([each row's unpadded id dict], [each row's token count])."""

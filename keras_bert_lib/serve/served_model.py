@@ -78,9 +78,7 @@ class ServedModel(Model):
         """Each request's list of result dicts; requests merged into one call for per-text outputs."""
         if any(name in PER_TOKEN for name in self.outputs):
             return [self._call(rows) for rows in requests]
-        merged = self._call([row for rows in requests for row in rows])
-        starts = np.cumsum([0] + [len(rows) for rows in requests])
-        return [merged[a:b] for a, b in zip(starts[:-1], starts[1:])]
+        return per_request(self._call([row for rows in requests for row in rows]), requests)
 
     def token_counts(self, rows):
         """The tokens the model reads of each row ([CLS] and [SEP]s included), or None where the
@@ -95,6 +93,19 @@ class ServedModel(Model):
         out = {name: value.numpy() for name, value in self.signature(**feed).items()}
         return [{name: out[name][i] for name in self.outputs} for i in range(len(rows))]
 
+
+
+def per_request(merged, requests):
+    """`merged` (one result per row of `requests`, in order) cut back into one list per request.
+
+    Example:
+        ```python
+        from keras_bert_lib.serve.served_model import per_request
+        per_request([1, 2, 3], [["a"], ["b", "c"]])   # [[1], [2, 3]]
+        ```
+    """
+    starts = np.cumsum([0] + [len(rows) for rows in requests])
+    return [list(merged[a:b]) for a, b in zip(starts[:-1], starts[1:])]
 
 
 def saved_model_precision(path):

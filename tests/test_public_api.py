@@ -89,6 +89,7 @@ def _public_objects():
     from keras_bert_lib.layers import activations, masks
     from keras_bert_lib.models import summary
     from keras_bert_lib.models.encoder import encoder_class
+    from keras_bert_lib.runtime.openvino_layer_norm import fuse_layer_norms
     from keras_bert_lib.text import normalizer, tf_text
     from keras_bert_lib.training import loop
     for fn in (activations.gelu, activations.gelu_tanh, activations.get_activation,
@@ -99,7 +100,7 @@ def _public_objects():
                file_checks.check_writable_folder, file_checks.fingerprint, progress.progress_verbose,
                progress.progress_bar, keras_bert_commands.build_parser, keras_bert_cli.main,
                keras_bert_commands.add_config_flags, keras_bert_commands.positive, summary.summarize,
-               config_from_hf_json, encoder_class):
+               config_from_hf_json, encoder_class, fuse_layer_norms):
         seen[f"{fn.__module__}.{fn.__name__}"] = fn
     return seen
 

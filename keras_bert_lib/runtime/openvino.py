@@ -14,6 +14,7 @@ from keras_bert_lib.runtime.compile_path import int8_kernels
 from keras_bert_lib.runtime.dtype_copy import weights_fingerprint
 from keras_bert_lib.runtime.input_checks import INPUTS as ID_NAMES
 from keras_bert_lib.runtime.length_buckets import length_batches
+from keras_bert_lib.runtime.openvino_layer_norm import fuse_layer_norms
 
 logger = logging.getLogger("keras_bert_lib")
 
@@ -44,8 +45,11 @@ def require_nncf():
 
 def convert(function):
     """An OpenVINO model of a concrete function of the id dict (batch and sequence axes free; an
-    input the model does not read, such as DistilBERT's `segment_ids`, left out)."""
-    return require_openvino().convert_model(function)
+    input the model does not read, such as DistilBERT's `segment_ids`, left out), its layer
+    normalizations one MVN node each (`fuse_layer_norms`)."""
+    ov_model = require_openvino().convert_model(function)
+    fuse_layer_norms(ov_model)
+    return ov_model
 
 
 def traced(model):

@@ -6,9 +6,8 @@ Keras computes `LayerNormalization` on TensorFlow as `tf.nn.batch_normalization`
     y = x · inv + (β - mean · inv)
 
 OpenVINO's own fusions look for `(x - mean) / sqrt(var + ε)` and leave this form as eleven
-small nodes, so a 6-block encoder runs 78 more nodes per call than it needs: a cost each call
-pays whatever its batch, the most for a server's batches of a few texts. `fuse_layer_norms`
-rewrites each one as
+small nodes where three would do: a cost each call pays whatever its batch, the most for a
+server's batches of a few texts. `fuse_layer_norms` rewrites each one as
 
     y = MVN(x; ε inside the square root) · γ + β
 

@@ -40,6 +40,7 @@ def embedder():
     return model
 
 
+@pytest.mark.slow
 def test_int8_calibrates_on_the_first_calls_rows_and_keeps_each_rows_vector(embedder):
     ids = _ids(80)
     want = embedder.predict(ids, verbose=0)  # Keras, float32
@@ -60,6 +61,7 @@ def test_int8_calibrates_on_the_first_calls_rows_and_keeps_each_rows_vector(embe
     assert model.get_config()["inference_dtype"] == "int8"  # saved with the model
 
 
+@pytest.mark.slow
 def test_a_first_call_of_a_few_rows_quantizes_dynamically(embedder):
     """Twice in one process: OpenVINO's dynamic quantization on several streams answered wrongly
     for a model compiled after another, so it runs on one."""

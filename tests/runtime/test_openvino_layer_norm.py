@@ -25,10 +25,8 @@ def _kinds(model):
     return [op.get_type_name() for op in model.get_ordered_ops()]
 
 
-SLOW_TOO = [pytest.param(family, marks=pytest.mark.slow) for family in FAMILIES if family != "bert"]
-
-
-@pytest.mark.parametrize("family", ["bert", *SLOW_TOO])
+@pytest.mark.slow  # OpenVINO's import, conversion and compilation: seconds each
+@pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_every_layer_norm_becomes_one_mvn_and_openvino_computes_what_keras_does(family):
     from keras_bert_lib.runtime.openvino import input_order, require_openvino, traced
 

@@ -207,9 +207,9 @@ class EntryPoints(ResolvesAutoJitCompile):
         runtime = self.predict_runtime()
         if runtime is not None and hasattr(runtime, "calibrate"):  # sees predict's rows before its first batch (int8)
             runtime.calibrate(self, ids)
-        run, multiple, streams = self._batch_path()
+        run, multiple, streams, alone = self._batch_path()
         return predict_by_length(run, ids, batch_size, multiple, self._per_token(), self._padding_fill,
-                                 None if bar is None else bar.update, streams)
+                                 None if bar is None else bar.update, streams, alone)
 
     def fixed_predictor(self, batch_size=32):
         """A function of an id dict → what `predict` returns for it, by length, on the path
@@ -229,21 +229,22 @@ class EntryPoints(ResolvesAutoJitCompile):
             assert np.allclose(run(ids), embedder.predict(ids, verbose=0), atol=1e-6)
             ```
         """
-        run, multiple, streams = self._batch_path()
+        run, multiple, streams, alone = self._batch_path()
         per_token, fill = self._per_token(), self._padding_fill
         return lambda ids: predict_by_length(run, {k: np.asarray(v) for k, v in ids.items()}, batch_size, multiple,
-                                             per_token, fill, None, streams)
+                                             per_token, fill, None, streams, alone)
 
     def _batch_path(self):
-        """(a function of one batch, its widths' multiple, batches at once) on the runtime or
-        Keras' `predict_on_batch` of `inference_model()`."""
+        """(a function of one batch, its widths' multiple, batches at once, the first batches that
+        run alone) on the runtime (compiled here: none alone) or Keras' `predict_on_batch` of
+        `inference_model()` (two alone: its traces, `predict_by_length`)."""
         runtime = self.predict_runtime()
         if runtime is not None:
             run = runtime.batch_function(self)
-            return run, self._bucket_multiple(), getattr(runtime, "streams", 1)
+            return run, self._bucket_multiple(), getattr(runtime, "streams", 1), 0
         model = self.inference_model()
         return ((lambda batch: keras.Model.predict_on_batch(model, batch)), self._bucket_multiple(model),
-                inference_streams(model.jit_compile))
+                inference_streams(model.jit_compile), 2)
 
     def _per_token(self):
         return [len(o.shape) >= 2 and o.shape[1] is None for o in keras.tree.flatten(self.output)]

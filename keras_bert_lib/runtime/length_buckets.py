@@ -53,7 +53,8 @@ def length_batches(padding_mask, batch_size, multiple=8):
     return batches[:1] + batches[1:][-1:] + batches[1:-1]
 
 
-def predict_by_length(predict_batch, ids, batch_size, multiple, per_token, fill=0.0, progress=None, streams=1):
+def predict_by_length(predict_batch, ids, batch_size, multiple, per_token, fill=0.0, progress=None, streams=1,
+                      alone=2):
     """Runs `predict_batch` (an id dict of one batch → its outputs, an array or a dict of them)
     over `ids` by length (`length_batches`) and returns the outputs in `ids`' row order.
 
@@ -63,9 +64,9 @@ def predict_by_length(predict_batch, ids, batch_size, multiple, per_token, fill=
 
     `streams` batches run at once, each on its own thread: `predict_batch` must then be safe to
     call from several threads, as a TensorFlow function is. Each batch's outputs are the same as
-    with one stream. The first two batches (`length_batches`' order: the remainder, then the
-    longest) run alone, so that a TensorFlow function does its two traces before any other batch
-    runs beside them.
+    with one stream. The first `alone` batches (`length_batches`' order: the remainder, then the
+    longest) run one after the other, so that a TensorFlow function does its two traces before
+    any other batch runs beside them; 0 where nothing traces (a runtime compiled before the call).
 
     Example:
         ```python
@@ -81,7 +82,7 @@ def predict_by_length(predict_batch, ids, batch_size, multiple, per_token, fill=
     batches = length_batches(ids["padding_mask"], batch_size, multiple)
     results = None
     cuts = ({k: np.asarray(v)[order, :cut] for k, v in ids.items()} for order, cut in batches)
-    for index, ((order, _), out) in enumerate(zip(batches, in_flight(predict_batch, cuts, streams, alone=2))):
+    for index, ((order, _), out) in enumerate(zip(batches, in_flight(predict_batch, cuts, streams, alone=alone))):
         leaves = [np.asarray(leaf) for leaf in keras.tree.flatten(out)]
         if results is None:
             structure = out

@@ -8,12 +8,12 @@ import collections
 class Batcher:
     """Runs the requests that arrive together as one model call, in a worker thread.
 
-    `await batcher(rows, tokens)` queues one request's rows (with each row's token count, where
-    the batch has a token budget) and returns `run`'s results for them. The first request that
-    finds the model idle waits at most `batch_timeout_micros` for others (default 0: none); the batch closes when it
-    holds `max_batch_size` rows or `max_batch_tokens` tokens (TEI's `--max-batch-tokens`: the sum
-    of its rows' tokens), or the time is up. Up to `in_flight` batches run at once: while one
-    runs, the next forms and starts, so under load batches fill without waiting and the cores
+    `await batcher(rows, tokens)` queues one request's rows (with each row's token count, where the
+    batch has a token budget) and returns `run`'s results for them. The first request that finds the
+    model idle waits at most `batch_timeout_micros` for others (default 0: none); the batch closes
+    when it holds `max_batch_size` rows or `max_batch_tokens` tokens (TEI's `--max-batch-tokens`:
+    the sum of its rows' tokens), or the time is up. Up to `in_flight` batches run at once: while
+    one runs, the next forms and starts, so under load batches fill without waiting and the cores
     stay busy through what one call leaves idle. A request larger than a batch is split over
     consecutive batches (TF Serving's large-batch splitting); a row over the token budget runs
     alone. A caller that goes away before its batch runs (a client that disconnected) is dropped

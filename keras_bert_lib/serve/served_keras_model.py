@@ -23,8 +23,9 @@ class ServedKerasModel(ServedModel):
     A formed batch runs as `predict` runs it (`fixed_predictor`: the path resolved once at
     load, as a served model's weights do not change): sorted by length, in parts of `chunk_size`
     texts each cut to its longest, as many parts at once as the runtime runs (OpenVINO's
-    streams), so that one batch of a few texts uses every core. int8 calibrates on `calibration`
-    (texts) where given, and is dynamic otherwise (`runtime.openvino.Int8Runtime`).
+    streams), so that a batch of more than `chunk_size` texts uses more than one core. int8
+    calibrates on `calibration` (texts) where given, and is dynamic otherwise
+    (`runtime.openvino.Int8Runtime`).
 
     Args:
         name: str. The model's name in the URLs.

@@ -124,6 +124,29 @@ def test_predict_on_openvino_gives_tensorflows_results_in_the_callers_order():
 
 
 @pytest.mark.slow
+def test_a_fixed_predictor_on_openvino_runs_a_batchs_first_two_parts_at_once():
+    """Nothing traces on a compiled runtime, so no part runs alone: a server's batch of eight in
+    parts of four uses both streams (each part waits at a barrier for the other)."""
+    import threading
+
+    class Meeting(OpenVINORuntime):
+        def batch_function(self, model):
+            run, barrier = super().batch_function(model), threading.Barrier(2, timeout=20)
+            self.streams = 2  # as on two cores or more, whatever this machine has
+
+            def met(ids):
+                barrier.wait()  # BrokenBarrierError where the other part is not running beside it
+                return run(ids)
+            return met
+
+    embedder = SentenceEmbedder(kb.bert_tiny(**SMALL))
+    ids = _ids(8, 12)
+    want = embedder.predict(ids, verbose=0)
+    embedder.runtime = Meeting()
+    _close(embedder.fixed_predictor(4)(ids), want, embedder.runtime.precision)
+
+
+@pytest.mark.slow
 def test_the_runtime_compiles_again_when_the_weights_change():
     embedder = _embedder()
     embedder.runtime = OpenVINORuntime()

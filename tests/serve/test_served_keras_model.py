@@ -1,25 +1,24 @@
-"""A run folder served on its Keras model, the path `predict` takes: int8 calibrated on
-`--calibration`, 16 clients each sending single texts at once, every answer equal to the text's
-answer alone from the same int8 model and within cosine 0.99 of float32, nothing lost; a
-SavedModel asked for int8 is refused in one line."""
+"""A run folder served on its Keras model, the path `predict` takes: a batch reaches the runtime
+padded as `predict` pads it; int8 calibrated on `--calibration`, 16 clients each sending single
+texts at once, every answer equal to the text's answer alone from the same int8 model and within
+cosine 0.99 of float32, nothing lost; a SavedModel asked for int8 is refused in one line."""
 
 import concurrent.futures
 import os
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
 
-from keras_bert_lib import SentenceEmbedder, bert_tiny
+from keras_bert_lib import SentenceEmbedder, TokenClassifier, bert_tiny
 from keras_bert_lib.data import movie_reviews
 from keras_bert_lib.export import export_saved_model
-from keras_bert_lib.runtime.openvino import Int8Runtime
+from keras_bert_lib.serve.served_keras_model import ServedKerasModel
 from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer
 from tests.serve.server_process import call, running_server
-
-pytest.importorskip("nncf", reason="the openvino extra (OpenVINO and NNCF) is part of the test install")
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("serve")]
+from tests.tasks.test_task_models import _preprocessor, _tiny
 
 
 def _texts():
@@ -31,7 +30,41 @@ def _texts():
     return [r["text"] for r in rows[:48]], [r["text"] for r in rows[48:112]], gt.get_model_path() / "vocab.txt"
 
 
+def test_a_batch_reaches_the_runtime_in_widths_of_8_and_per_token_outputs_keep_the_longest_texts(
+        tmp_path, monkeypatch):
+    widths = []
+
+    class Recording:  # a runtime (`TaskModel.runtime`'s contract) that runs Keras and notes each batch's width
+        streams = 1
+
+        def batch_function(self, model):
+            return lambda ids: widths.append(ids["token_ids"].shape[1]) or keras.Model.predict_on_batch(model, ids)
+
+        def calibrate(self, model, ids):
+            pass
+
+    tagger = TokenClassifier(_tiny(), ["O", "B-X", "I-X"], preprocessor=_preprocessor(length=32))
+    tagger.save(tmp_path / "tagger.keras")
+    monkeypatch.setattr(TokenClassifier, "predict_runtime", lambda self: Recording())
+    served = ServedKerasModel("tagger", str(tmp_path / "tagger.keras"), dtype="float32")
+    served.load()
+    texts = ["good film", "a good film . what a good plot . bad acting ? good", "bad"]  # 4, 15 and 3 tokens
+    widths.clear()
+    rows = served.tokenized([{"text": t} for t in texts])[0]
+    got = np.array([row["logits"] for row in served._run([rows])[0]])
+    assert widths and all(w % 8 == 0 for w in widths), widths  # as `predict` pads: a few widths, not every length
+    assert got.shape == (3, 15, 3)  # the longest text's tokens, as TF Serving answers a tagger
+    want = np.asarray(tagger.predict(texts, verbose=0))[:, :15]
+    for i, n in enumerate([4, 15, 3]):
+        np.testing.assert_allclose(got[i, :n], want[i, :n], atol=1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("serve")
 def test_int8_run_folder_answers_16_clients_as_each_text_alone(tmp_path):
+    pytest.importorskip("nncf", reason="the openvino extra (OpenVINO and NNCF) is part of the test install")
+    from keras_bert_lib.runtime.openvino import Int8Runtime
+
     texts, calibration, vocab = _texts()
     embedder = SentenceEmbedder(bert_tiny(vocab_size=30522, num_hidden_layers=2, hidden_size=64,
                                           num_attention_heads=4, intermediate_size=128),
@@ -58,6 +91,8 @@ def test_int8_run_folder_answers_16_clients_as_each_text_alone(tmp_path):
     assert "int8 weights and activations, OpenVINO on the CPU" in log and "calibrated on 64 texts" in log
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("serve")
 def test_a_saved_model_asked_for_int8_is_refused_in_one_line(tmp_path):
     embedder = SentenceEmbedder(bert_tiny(num_hidden_layers=1, hidden_size=64, num_attention_heads=4,
                                           intermediate_size=128),

@@ -216,9 +216,7 @@ class EntryPoints(ResolvesAutoJitCompile):
         `predict` takes now (its runtime, or its inference copy), resolved once: for a caller that
         keeps the weights as they are (a server). `predict` itself asks on every call whether
         they changed since its copy was made (`inference_model`, a runtime's compiled model); this
-        skips that and the input checks, so give it id rows the preprocessor made. Its `multiple`
-        is what each batch's width is rounded up to (at most the rows' width): pad rows to it, as
-        the preprocessor does, and a runtime sees a few widths, not every length.
+        skips that and the input checks, so give it id rows the preprocessor made.
 
         Example:
             ```python
@@ -229,18 +227,12 @@ class EntryPoints(ResolvesAutoJitCompile):
                    "padding_mask": np.array([[1, 1, 1], [1, 1, 0]])}
             run = embedder.fixed_predictor()
             assert np.allclose(run(ids), embedder.predict(ids, verbose=0), atol=1e-6)
-            assert run.multiple == 1  # TensorFlow's graph on a CPU: any width; 8 on a runtime
             ```
         """
         run, multiple, streams, alone = self._batch_path()
         per_token, fill = self._per_token(), self._padding_fill
-
-        def predictor(ids):
-            return predict_by_length(run, {k: np.asarray(v) for k, v in ids.items()}, batch_size, multiple, per_token,
-                                     fill, None, streams, alone)
-
-        predictor.multiple = multiple
-        return predictor
+        return lambda ids: predict_by_length(run, {k: np.asarray(v) for k, v in ids.items()}, batch_size, multiple,
+                                             per_token, fill, None, streams, alone)
 
     def _batch_path(self):
         """(a function of one batch, its widths' multiple, batches at once, the first batches that

@@ -21,12 +21,13 @@ class ServedKerasModel(ServedModel):
     waiting together in one call (one text costs about what sixteen do), so each text's token
     count is known when batches form: a batch closes at `max_batch_size` texts or
     `max_batch_tokens` tokens, and up to `in_flight` batches run at once while the next forms.
-    A formed batch runs as `predict` runs it (`fixed_predictor`: the path resolved once at
-    load, as a served model's weights do not change): sorted by length, in parts of `chunk_size`
-    texts each cut to its longest (rounded up to a multiple of 8 on a runtime, as `predict`
-    pads, so that its programs see a few widths), as many parts at once as the runtime runs
-    (OpenVINO's streams), so that a batch of more than `chunk_size` texts uses more than one
-    core. int8 calibrates on `calibration` (texts) where given, and is dynamic otherwise
+    A formed batch is padded as the preprocessor pads a call (per-token outputs are then as wide
+    as the SavedModel's) and runs as `predict` runs it (`fixed_predictor`: the path resolved
+    once at load, as a served model's weights do not change): sorted by length, in parts of
+    `chunk_size` texts each cut to its longest (on a runtime rounded up to a multiple of 8, so
+    that its programs see a few widths), as many parts at once as the runtime runs (OpenVINO's
+    streams), so that a batch of more than `chunk_size` texts uses more than one core. int8
+    calibrates on `calibration` (texts) where given, and is dynamic otherwise
     (`runtime.openvino.Int8Runtime`).
 
     Args:
@@ -107,10 +108,13 @@ class ServedKerasModel(ServedModel):
     def token_counts(self, rows):
         return self.tokenized(rows)[1]
 
-    @staticmethod
-    def _padded(rows, width=0):
-        """The rows as one id dict, `width` wide or as wide as the longest row."""
-        width = max(width, *(len(row["padding_mask"]) for row in rows))
+    def _padded(self, rows):
+        """The rows as one id dict, as wide as the preprocessor pads them (as `predict` and the
+        SavedModel see them): on a runtime, its programs see a few widths, not every length."""
+        p = self.model.preprocessor
+        longest = max(len(row["padding_mask"]) for row in rows)
+        width = p.sequence_length if p.padding == "max_length" else bucket_width(longest, p.pad_to_multiple_of,
+                                                                                 p.sequence_length)
         ids = {k: np.zeros((len(rows), width), np.int32) for k in ID_NAMES}
         for i, row in enumerate(rows):
             for k in ID_NAMES:
@@ -118,13 +122,7 @@ class ServedKerasModel(ServedModel):
         return ids
 
     def _call(self, rows):
-        # as wide as `predict` pads (the predictor's multiple: on a runtime its programs then see a
-        # few widths, not every length); per-token outputs are cut back to the longest text
-        longest = max(len(row["padding_mask"]) for row in rows)
-        cap = max(longest, getattr(self.model.preprocessor, "sequence_length", longest))
-        width = bucket_width(longest, self._predict.multiple, cap)
-        out = {k: np.asarray(v)[:, :longest] if k in PER_TOKEN else np.asarray(v)
-               for k, v in named_outputs(self.model, self._predict(self._padded(rows, width))).items()}
+        out = {k: np.asarray(v) for k, v in named_outputs(self.model, self._predict(self._padded(rows))).items()}
         if self.class_names is not None:
             out["class_name"] = self.class_names[out["label"]]
         return [{name: out[name][i] for name in self.outputs} for i in range(len(rows))]

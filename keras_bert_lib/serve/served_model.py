@@ -12,7 +12,7 @@ from keras_bert_lib.export.saved_model import load_text_signature, saved_model_d
 from keras_bert_lib.serve.batcher import Batcher
 from keras_bert_lib.serve.protocol import BadRequest, Limits, v1_response, v1_rows, v2_response, v2_rows
 
-# Per-token outputs: their length is the batch's longest text, so requests are not merged.
+# Per-token outputs: as wide as the batch's longest text (as the preprocessor pads it), so requests are not merged.
 PER_TOKEN = ("sequence_output", "start_logits", "end_logits", "logits", "tag_ids")
 
 
@@ -23,9 +23,9 @@ class ServedModel(Model):
 
     Requests that arrive together run as one call (`Batcher`), each padded to its own longest
     text by the SavedModel. Outputs per text (a classifier's, an embedder's, a cross-encoder's)
-    come from merged batches; outputs per token (a tagger's, a question answerer's) have the
-    length of the call's longest text, so their requests queue through the same batcher but each
-    runs at its own length, as it would alone.
+    come from merged batches; outputs per token (a tagger's, a question answerer's) are as wide
+    as the call's longest text (padded as the preprocessor pads it), so their requests queue
+    through the same batcher but each runs at its own length, as it would alone.
 
     Args:
         name: str. The model's name in the URLs.

@@ -1,5 +1,5 @@
 """A run folder served on its Keras model, the path `predict` takes: a batch reaches the runtime
-padded as `predict` pads it; int8 calibrated on `--calibration`, 16 clients each sending single
+padded as the preprocessor pads it; int8 calibrated on `--calibration`, 16 clients each sending single
 texts at once, every answer equal to the text's answer alone from the same int8 model and within
 cosine 0.99 of float32, nothing lost; a SavedModel asked for int8 is refused in one line."""
 
@@ -30,8 +30,7 @@ def _texts():
     return [r["text"] for r in rows[:48]], [r["text"] for r in rows[48:112]], gt.get_model_path() / "vocab.txt"
 
 
-def test_a_batch_reaches_the_runtime_in_widths_of_8_and_per_token_outputs_keep_the_longest_texts(
-        tmp_path, monkeypatch):
+def test_a_batch_reaches_the_runtime_padded_as_the_preprocessor_pads_it(tmp_path, monkeypatch):
     widths = []
 
     class Recording:  # a runtime (`TaskModel.runtime`'s contract) that runs Keras and notes each batch's width
@@ -44,17 +43,18 @@ def test_a_batch_reaches_the_runtime_in_widths_of_8_and_per_token_outputs_keep_t
             pass
 
     tagger = TokenClassifier(_tiny(), ["O", "B-X", "I-X"], preprocessor=_preprocessor(length=32))
+    texts = ["good film", "a good film . what a good plot . bad acting ? good", "bad"]  # 4, 15 and 3 tokens
+    want = np.asarray(tagger.predict(texts, verbose=0))  # Keras, before the recording runtime
+    assert want.shape == (3, 16, 3)  # the preprocessor pads the longest, 15, to a multiple of 8
     tagger.save(tmp_path / "tagger.keras")
     monkeypatch.setattr(TokenClassifier, "predict_runtime", lambda self: Recording())
     served = ServedKerasModel("tagger", str(tmp_path / "tagger.keras"), dtype="float32")
     served.load()
-    texts = ["good film", "a good film . what a good plot . bad acting ? good", "bad"]  # 4, 15 and 3 tokens
     widths.clear()
     rows = served.tokenized([{"text": t} for t in texts])[0]
     got = np.array([row["logits"] for row in served._run([rows])[0]])
-    assert widths and all(w % 8 == 0 for w in widths), widths  # as `predict` pads: a few widths, not every length
-    assert got.shape == (3, 15, 3)  # the longest text's tokens, as TF Serving answers a tagger
-    want = np.asarray(tagger.predict(texts, verbose=0))[:, :15]
+    assert widths and all(w % 8 == 0 for w in widths), widths  # a few widths, not every length
+    assert got.shape == want.shape  # as wide as predict's and the SavedModel's answer
     for i, n in enumerate([4, 15, 3]):
         np.testing.assert_allclose(got[i, :n], want[i, :n], atol=1e-5)
 

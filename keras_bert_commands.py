@@ -59,7 +59,8 @@ COMMANDS = (
      "Serving's REST body ({\"instances\": [...]} or {\"inputs\": ...}), /v1/models/NAME/versions/N:predict, "
      "the Open Inference Protocol on /v2/models/NAME/infer, OpenAI's /v1/embeddings and /v1/models, TEI's "
      "/embed and /rerank, readiness on /v2/health/ready and Prometheus metrics on /metrics. Requests that "
-     "arrive together run as one batch, by texts and tokens, each padded to its longest text. SIGTERM or "
+     "arrive together run as one batch, by texts and tokens, padded as the model's preprocessor pads a call "
+     "(by default to its longest text, rounded up to a multiple of 8). SIGTERM or "
      "Ctrl-C finishes the requests in flight, then stops."),
     ("attention", "draw a checkpoint's attention on a text or a pair: a PNG and an offline HTML page",
      "Runs a checkpoint folder on one text (or a pair) and writes <output>/attention.png (one layer's heads as "

@@ -5,6 +5,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # The suite never reaches the HuggingFace Hub: a name that reads as a Hub id resolves from the cache
 # or fails at once (set before huggingface_hub reads it at import; subprocesses inherit it).
 os.environ["HF_HUB_OFFLINE"] = "1"
+# Nor Google Analytics: OpenVINO's converter sends usage telemetry unless the user opted out or it
+# runs in CI (it reads CI, TF_BUILD or JENKINS_URL), and each event forks the whole test process
+# (dozens a conversion: a third of an OpenVINO test's time). JENKINS_URL is the one of the three
+# nothing else here reads (CI also switches Hypothesis and pytest to their CI settings).
+os.environ.setdefault("JENKINS_URL", "none: the suite turns OpenVINO's telemetry off")
 # Each pytest-xdist worker gets its share of the cores for TensorFlow's kernels (read when TensorFlow
 # starts; subprocesses inherit it): two workers with a thread per core each would run four busy
 # threads on two cores, and the suite is slower for it.

@@ -21,11 +21,11 @@ class ServedModel(Model):
     `ModelServer` under `name`: TF Serving's REST body on `/v1/models/NAME:predict` and the
     Open Inference Protocol on `/v2/models/NAME/infer`.
 
-    Requests that arrive together run as one call (`Batcher`), each padded to its own longest
-    text by the SavedModel. Outputs per text (a classifier's, an embedder's, a cross-encoder's)
-    come from merged batches; outputs per token (a tagger's, a question answerer's) are as wide
-    as the call's longest text (padded as the preprocessor pads it), so their requests queue
-    through the same batcher but each runs at its own length, as it would alone.
+    Requests that arrive together run as one call (`Batcher`), padded by the SavedModel's
+    preprocessor (by default to the call's longest text, rounded up to a multiple of 8). Outputs
+    per text (a classifier's, an embedder's, a cross-encoder's) come from merged batches; outputs
+    per token (a tagger's, a question answerer's) are as wide as the call is padded, so their
+    requests queue through the same batcher but each runs at its own length, as it would alone.
 
     Args:
         name: str. The model's name in the URLs.

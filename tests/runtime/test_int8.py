@@ -4,6 +4,7 @@ few rows, a quality gate against Keras' float32 outputs that keeps the feed-forw
 float before it refuses, and the caller's order kept."""
 
 import logging
+import os
 
 import numpy as np
 import pytest
@@ -135,3 +136,18 @@ def test_quieting_nncf_leaves_the_handlers_others_attached_to_its_logger_alone()
         assert handler.level == logging.DEBUG and logger.level == logging.ERROR
     finally:
         logger.removeHandler(handler)
+
+
+def test_a_conversion_in_the_suite_forks_nothing():
+    """OpenVINO's converter sent each usage event from a fork of the whole worker (dozens a
+    conversion); the suite turns its telemetry off (conftest.py), and a converted model then forks
+    nothing."""
+    import openvino as ov
+    import tensorflow as tf
+
+    forks = []
+    os.register_at_fork(before=lambda: forks.append(1))  # counts this process's forks from here on
+    double = tf.function(lambda x: 2.0 * x, input_signature=[tf.TensorSpec([None], tf.float32)])
+    compiled = ov.compile_model(ov.convert_model(double), "CPU")
+    np.testing.assert_allclose(compiled(np.array([1.0, 2.0], np.float32))[0], [2.0, 4.0])
+    assert forks == []

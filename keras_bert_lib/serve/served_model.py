@@ -12,7 +12,8 @@ from keras_bert_lib.export.saved_model import load_text_signature, saved_model_d
 from keras_bert_lib.serve.batcher import Batcher
 from keras_bert_lib.serve.protocol import BadRequest, Limits, v1_response, v1_rows, v2_response, v2_rows
 
-# Per-token outputs: as wide as the batch's longest text (as the preprocessor pads it), so requests are not merged.
+# Per-token outputs: as wide as the call is padded (its longest text, as the preprocessor pads it), so
+# requests are not merged.
 PER_TOKEN = ("sequence_output", "start_logits", "end_logits", "logits", "tag_ids")
 
 

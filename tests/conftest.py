@@ -10,13 +10,15 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 # (dozens a conversion: a third of an OpenVINO test's time). JENKINS_URL is the one of the three
 # nothing else here reads (CI also switches Hypothesis and pytest to their CI settings).
 os.environ.setdefault("JENKINS_URL", "none: the suite turns OpenVINO's telemetry off")
-# Each pytest-xdist worker gets its share of the cores for TensorFlow's kernels (read when TensorFlow
-# starts; subprocesses inherit it): two workers with a thread per core each would run four busy
-# threads on two cores, and the suite is slower for it.
+# Each pytest-xdist worker gets its share of the cores for TensorFlow's kernels and for PyTorch's and
+# NumPy's (OpenMP and OpenBLAS read OMP_NUM_THREADS), each read when the library starts; subprocesses
+# inherit them: two workers with a thread per core each would run four busy threads on two cores,
+# and the suite is slower for it.
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 if _WORKERS > 1:
     _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(max(1, _CORES // _WORKERS)))
+    for _name in ("TF_NUM_INTRAOP_THREADS", "OMP_NUM_THREADS"):
+        os.environ.setdefault(_name, str(max(1, _CORES // _WORKERS)))
 
 import pytest  # noqa: E402
 

@@ -33,7 +33,7 @@ def create_strategy(name="auto", tpu_address=None):
     if name == "mirrored":
         devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
         return tf.distribute.MirroredStrategy(devices)
-    # A TPU is not reachable on this machine; this is the standard TPUStrategy start-up.
+    # The standard TPUStrategy start-up; untested: no TPU is reachable from the project's test machines.
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu_address or "")
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)

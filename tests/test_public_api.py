@@ -86,13 +86,14 @@ def _public_objects():
     import keras_bert_commands
     from keras_bert_lib import atomic_write, backend_check, cli, file_checks, progress
     from keras_bert_lib.config import config_from_hf_json
-    from keras_bert_lib.layers import activations, masks
+    from keras_bert_lib.layers import activations, initializers, masks
     from keras_bert_lib.models import summary
     from keras_bert_lib.models.encoder import encoder_class
     from keras_bert_lib.runtime.openvino_layer_norm import fuse_layer_norms
     from keras_bert_lib.text import normalizer, tf_text
     from keras_bert_lib.training import loop
-    for fn in (activations.gelu, activations.gelu_tanh, activations.get_activation,
+    for fn in (activations.gelu, activations.gelu_tanh, activations.get_activation, initializers.truncated_normal,
+               initializers.assigned_next,
                masks.merge_masks, masks.attention_bias, cli.main, atomic_write.atomic_write_text,
                backend_check.require_tensorflow_backend, normalizer.normalize,
                tf_text.import_tensorflow_text, loop.option, loop.cli_flag, loop.backup_epoch,

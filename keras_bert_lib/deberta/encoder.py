@@ -7,6 +7,7 @@ from keras_bert_lib.deberta.block import DebertaBlock
 from keras_bert_lib.deberta.config import DebertaV3Config
 from keras_bert_lib.encoder_families import FamilyEncoder
 from keras_bert_lib.layers import TokenEmbedding
+from keras_bert_lib.layers.initializers import truncated_normal
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
@@ -37,7 +38,7 @@ class RelativePositionTable(keras.layers.Layer):
 
     def build(self, input_shape=None):
         self.embeddings = self.add_weight(shape=(self.rows, self.hidden_size), name="embeddings",
-                                          initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range))
+                                          initializer=truncated_normal(self.initializer_range))
         self.layer_norm.build((self.rows, self.hidden_size))
 
     def call(self, anything):

@@ -1,5 +1,6 @@
 """student_from_teacher: a shallower encoder initialised from chosen layers of a deeper one (DistilBERT)."""
 
+from keras_bert_lib.layers.initializers import assigned_next
 from keras_bert_lib.models.encoder import BertEncoder
 
 DISTILBERT_LAYERS = (0, 2, 4, 7, 9, 11)  # the 6 of BERT-Base's 12 layers DistilBERT starts from
@@ -63,9 +64,10 @@ def student_from_teacher(teacher, layers=None):
         raise ValueError("The teacher shares its blocks across layers (ALBERT): there is no layer to copy on its "
                          "own; distil from a BERT-style teacher.")
     layers = check_layers(layers, config.num_hidden_layers)
-    student = BertEncoder(**{**config.to_dict(), "num_hidden_layers": len(layers)}, dtype=teacher.dtype_policy,
-                          output_hidden_states=teacher.output_hidden_states,
-                          output_attentions=teacher.output_attentions)
+    with assigned_next():  # every weight is the teacher's, copied below
+        student = BertEncoder(**{**config.to_dict(), "num_hidden_layers": len(layers)}, dtype=teacher.dtype_policy,
+                              output_hidden_states=teacher.output_hidden_states,
+                              output_attentions=teacher.output_attentions)
     for layer in student.layers:
         if not layer.weights:
             continue

@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from keras_bert_lib.layers.initializers import truncated_normal
+
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
 class ClassificationHead(keras.layers.Layer):
@@ -33,7 +35,7 @@ class ClassificationHead(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.dropout_layer = keras.layers.Dropout(dropout, name="dropout", dtype=self.dtype_policy)
         self.dense = keras.layers.Dense(
-            num_classes, kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            num_classes, kernel_initializer=truncated_normal(initializer_range),
             name="dense", dtype=self.dtype_policy)
 
     def build(self, input_shape):

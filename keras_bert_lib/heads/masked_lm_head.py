@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_lib.layers.activations import get_activation
+from keras_bert_lib.layers.initializers import truncated_normal
 from keras_bert_lib.layers.token_embedding import TokenEmbedding
 
 
@@ -55,7 +56,7 @@ class MaskedLMHead(keras.layers.Layer):
         # === Layers ===
         self.transform = keras.layers.Dense(
             token_embedding.embedding_size, activation=get_activation(hidden_act), use_bias=use_bias,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            kernel_initializer=truncated_normal(initializer_range),
             name="transform", dtype=self.dtype_policy)
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, center=use_bias, name="layer_norm", dtype=self.dtype_policy)

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_lib.layers.activations import get_activation
+from keras_bert_lib.layers.initializers import truncated_normal
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
@@ -36,16 +37,15 @@ class ReplacedTokenHead(keras.layers.Layer):
         super().__init__(**kwargs)
         self.hidden_act = hidden_act
         self.initializer_range = initializer_range
-        init = keras.initializers.TruncatedNormal
         # === Layers ===
         self.dense = None  # built with the input's width
-        self.prediction = keras.layers.Dense(1, kernel_initializer=init(stddev=initializer_range), name="prediction",
-                                             dtype=self.dtype_policy)
+        self.prediction = keras.layers.Dense(1, kernel_initializer=truncated_normal(initializer_range),
+                                             name="prediction", dtype=self.dtype_policy)
 
     def build(self, input_shape):
         self.dense = keras.layers.Dense(
             input_shape[-1], activation=get_activation(self.hidden_act),
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range), name="dense",
+            kernel_initializer=truncated_normal(self.initializer_range), name="dense",
             dtype=self.dtype_policy)
         self.dense.build(input_shape)
         self.prediction.build((*input_shape[:-1], input_shape[-1]))

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_bert_lib.layers.initializers import truncated_normal
 from keras_bert_lib.layers.masks import MASK_VALUE
 
 
@@ -34,7 +35,7 @@ class SpanHead(keras.layers.Layer):
         super().__init__(**kwargs)
         self.initializer_range = initializer_range
         self.dense = keras.layers.Dense(
-            2, kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            2, kernel_initializer=truncated_normal(initializer_range),
             name="dense", dtype=self.dtype_policy)
 
     def build(self, input_shape):

@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from keras_bert_lib.layers.initializers import truncated_normal
 from keras_bert_lib.layers.masks import attention_bias
 from keras_bert_lib.layers.multi_head_self_attention import attention_output_spec
 
@@ -86,7 +87,7 @@ class DisentangledSelfAttention(keras.layers.Layer):
         if hidden % self.num_heads:
             raise ValueError(f"Input width {hidden} is not divisible by num_heads={self.num_heads}.")
         self.head_size = hidden // self.num_heads
-        init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
+        init = truncated_normal(self.initializer_range)
         dense = lambda name: keras.layers.Dense(hidden, kernel_initializer=init, name=name,  # noqa: E731
                                                 dtype=self.dtype_policy)
         self.query, self.key, self.value, self.output_dense = (dense(n) for n in ("query", "key", "value", "output"))

@@ -4,6 +4,7 @@ import keras
 
 from keras_bert_lib.layers.activations import get_activation
 from keras_bert_lib.layers.bias_activation_dense import BiasActivationDense
+from keras_bert_lib.layers.initializers import truncated_normal
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
@@ -36,15 +37,14 @@ class FeedForward(keras.layers.Layer):
         self.initializer_range = initializer_range
 
     def build(self, input_shape):
-        init = keras.initializers.TruncatedNormal
         # === Layers ===
         self.intermediate = BiasActivationDense(
             self.intermediate_size, activation=get_activation(self.hidden_act),
-            kernel_initializer=init(stddev=self.initializer_range), name="intermediate",
+            kernel_initializer=truncated_normal(self.initializer_range), name="intermediate",
             dtype=self.dtype_policy,
         )
         self.output_dense = keras.layers.Dense(
-            input_shape[-1], kernel_initializer=init(stddev=self.initializer_range),
+            input_shape[-1], kernel_initializer=truncated_normal(self.initializer_range),
             name="output", dtype=self.dtype_policy,
         )
         self.intermediate.build(input_shape)

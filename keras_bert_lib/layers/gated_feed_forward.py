@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_lib.layers.activations import get_activation
+from keras_bert_lib.layers.initializers import truncated_normal
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
@@ -46,7 +47,7 @@ class GatedFeedForward(keras.layers.Layer):
         self.dropout = keras.layers.Dropout(dropout, name="dropout", dtype=self.dtype_policy)
 
     def build(self, input_shape):
-        init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
+        init = truncated_normal(self.initializer_range)
         # === Layers ===
         self.input_gate = keras.layers.Dense(2 * self.intermediate_size, use_bias=self.use_bias,
                                              kernel_initializer=init, name="input_gate", dtype=self.dtype_policy)

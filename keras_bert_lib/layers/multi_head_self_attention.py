@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from keras_bert_lib.layers.initializers import truncated_normal
 from keras_bert_lib.layers.masks import attention_bias, merge_masks
 
 IMPLEMENTATIONS = ("auto", "fused", "plain")
@@ -13,7 +14,7 @@ IMPLEMENTATIONS = ("auto", "fused", "plain")
 def _dense(units, initializer_range, name, dtype):
     return keras.layers.Dense(
         units, name=name, dtype=dtype,
-        kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+        kernel_initializer=truncated_normal(initializer_range),
     )
 
 

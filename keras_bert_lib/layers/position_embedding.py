@@ -5,6 +5,8 @@ import math
 import keras
 from keras import ops
 
+from keras_bert_lib.layers.initializers import truncated_normal
+
 TYPES = ("learned", "sinusoidal")
 
 
@@ -56,7 +58,7 @@ class PositionEmbedding(keras.layers.Layer):
         if self.embedding_type == "learned":
             self.embeddings = self.add_weight(
                 shape=(self.max_length, self.embedding_size), name="embeddings",
-                initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
+                initializer=truncated_normal(self.initializer_range),
             )
 
     def call(self, x):

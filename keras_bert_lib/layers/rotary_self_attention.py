@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from keras_bert_lib.layers.initializers import truncated_normal
 from keras_bert_lib.layers.masks import MASK_VALUE, attention_bias, merge_masks
 from keras_bert_lib.layers.multi_head_self_attention import IMPLEMENTATIONS, attention_output_spec
 from keras_bert_lib.layers.rotary_embedding import RotaryEmbedding
@@ -82,7 +83,7 @@ class RotarySelfAttention(keras.layers.Layer):
         if hidden % self.num_heads:
             raise ValueError(f"Input width {hidden} is not divisible by num_heads={self.num_heads}.")
         self.head_size = hidden // self.num_heads
-        init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
+        init = truncated_normal(self.initializer_range)
         self.qkv = keras.layers.Dense(3 * hidden, use_bias=self.use_bias, kernel_initializer=init, name="qkv",
                                       dtype=self.dtype_policy)
         self.output_dense = keras.layers.Dense(hidden, use_bias=self.use_bias, kernel_initializer=init,

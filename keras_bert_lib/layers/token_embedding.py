@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from keras_bert_lib.layers.initializers import truncated_normal
+
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")
 class TokenEmbedding(keras.layers.Layer):
@@ -40,7 +42,7 @@ class TokenEmbedding(keras.layers.Layer):
     def build(self, input_shape=None):
         self.embeddings = self.add_weight(
             shape=(self.vocab_size, self.embedding_size), name="embeddings",
-            initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
+            initializer=truncated_normal(self.initializer_range),
         )
 
     def call(self, token_ids):

@@ -13,6 +13,7 @@ from keras_bert_lib.checkpoints import (
     write_checkpoint,
 )
 from keras_bert_lib.deberta import DebertaV3Encoder
+from keras_bert_lib.layers.initializers import assigned_next
 from keras_bert_lib.models.encoder import BertEncoder, encoder_class
 from keras_bert_lib.modernbert import ModernBertEncoder
 from keras_bert_lib.pretraining.electra import ElectraDiscriminator
@@ -107,7 +108,8 @@ def build_from_checkpoint(checkpoint, with_heads=False, overrides=None, expected
         task = None  # RoBERTa / DistilBERT / *ForMaskedLM: an MLM head, no sentence head
     encoder_rows, head_rows = checkpoint.rows(task)
 
-    encoder = encoder_class(config)(config, **options)
+    with assigned_next():  # assign_weights below gives every encoder weight its tensor, or fails
+        encoder = encoder_class(config)(config, **options)
     model, rows = encoder, encoder_rows
     if with_heads and config.family == "electra" and not has_mlm:  # the discriminator (ElectraForPreTraining)
         model = ElectraDiscriminator(encoder)
@@ -122,7 +124,7 @@ def build_from_checkpoint(checkpoint, with_heads=False, overrides=None, expected
                            "sentence head" if has_mlm else "pre-training heads")
     skip = {p for p, _, _ in head_rows} - {p for p, _, _ in rows}
     assign_weights({w.path: w for w in model.weights}, rows, checkpoint,
-                   known={t for _, t, _ in head_rows}, skip=skip)
+                   known={t for _, t, _ in head_rows}, skip=skip)  # skips only heads' rows
     return model
 
 

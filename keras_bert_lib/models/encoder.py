@@ -14,6 +14,7 @@ from keras_bert_lib.layers import (
     TokenEmbedding,
     TransformerEncoderBlock,
 )
+from keras_bert_lib.layers.initializers import truncated_normal
 from keras_bert_lib.layers.multi_head_self_attention import output_rows
 from keras_bert_lib.modernbert import ModernBertConfig, ModernBertEncoder
 from keras_bert_lib.runtime.entry_points import EntryPoints
@@ -79,7 +80,6 @@ class BertEncoder(EntryPoints, keras.Model):
         fields = {name: kwargs.pop(name) for name in ENCODER_FIELDS if name in kwargs}
         config = (config or EncoderConfig()).replace(**fields) if fields or config is None else config
         emb_size = config.embedding_size or config.hidden_size
-        init = keras.initializers.TruncatedNormal
         # === Layers ===
         if shared_embeddings is not None:
             token_embedding, position_embedding, segment_embedding, embeddings_layer_norm = _shared(
@@ -101,7 +101,7 @@ class BertEncoder(EntryPoints, keras.Model):
         embeddings_dropout = keras.layers.Dropout(config.hidden_dropout_prob, name="embeddings_dropout",
                                                   dtype=dtype)
         projection = (
-            keras.layers.Dense(config.hidden_size, kernel_initializer=init(stddev=config.initializer_range),
+            keras.layers.Dense(config.hidden_size, kernel_initializer=truncated_normal(config.initializer_range),
                                name="embedding_projection", dtype=dtype)
             if emb_size != config.hidden_size else None
         )
@@ -120,7 +120,7 @@ class BertEncoder(EntryPoints, keras.Model):
         )
         pooler = (
             keras.layers.Dense(config.hidden_size, activation="tanh",
-                               kernel_initializer=init(stddev=config.initializer_range),
+                               kernel_initializer=truncated_normal(config.initializer_range),
                                name="pooler", dtype=dtype)
             if config.with_pooler else None
         )

@@ -90,3 +90,18 @@ def test_transformers_checkpoint_loads_and_saves_back_with_equal_outputs(name, t
     save_checkpoint(ours, tmp_path / "ours", format="hf")
     again = type(hf).from_pretrained(tmp_path / "ours").eval()
     _assert_equal(_hf_outputs(again, batch), want)
+
+
+def test_the_encoder_is_the_files_to_the_bit_and_heads_the_file_lacks_are_drawn_as_bert_draws_them(tmp_path):
+    """load_checkpoint builds the encoder without drawing its weights (each is then the file's);
+    the pre-training heads an encoder-only folder lacks are drawn: truncated normal with
+    `initializer_range` 0.02 (standard deviation 0.88 × 0.02, nothing beyond 2 × 0.02)."""
+    from keras_bert_lib import bert_tiny
+
+    encoder = bert_tiny(num_hidden_layers=2, vocab_size=300)
+    save_checkpoint(encoder, tmp_path)
+    pretrainer = load_checkpoint(tmp_path, with_heads=True)
+    for ours, theirs in zip(pretrainer.encoder.weights, encoder.weights, strict=True):
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy(), err_msg=ours.path)
+    kernel = pretrainer.mlm_head.transform.kernel.numpy()   # 128 × 128
+    assert 0.016 < kernel.std() < 0.0192 and np.abs(kernel).max() <= 0.04, (kernel.std(), np.abs(kernel).max())

@@ -13,6 +13,7 @@ from keras_bert_lib.export.openvino import export_openvino
 from keras_bert_lib.export.saved_model import export_saved_model
 from keras_bert_lib.export.tflite import export_tflite
 from keras_bert_lib.file_checks import check_writable_folder
+from keras_bert_lib.layers.initializers import assigned_next
 from keras_bert_lib.output_lock import output_lock
 from keras_bert_lib.runtime import with_dtype
 from keras_bert_lib.runtime.compile_path import bfloat16_kernels, bfloat16_pays, model_width
@@ -48,8 +49,9 @@ def saved_model_dtype(setting, model, flags=None, accelerators=None):
 
 def load_model_file(path):
     """(the Keras model, its `.keras` path) from a `.keras` file or a run folder holding
-    `model.keras`, loaded with `safe_mode=True` and without its optimizer; a ValueError that says
-    what to pass if it is neither.
+    `model.keras`, loaded with `safe_mode=True` and without its optimizer, its weights not drawn
+    before the file's replace them (`assigned_next`); a ValueError that says what to pass if it is
+    neither.
 
     Example:
         ```python
@@ -61,7 +63,8 @@ def load_model_file(path):
     if not os.path.isfile(file):
         raise ValueError(f"{file} is not a file; pass a .keras file or a run folder with model.keras.")
     try:
-        with warnings.catch_warnings():  # compile=False: Keras says it skips the optimizer's variables
+        with warnings.catch_warnings(), assigned_next():  # Keras fails on a weight the file does not hold
+            # compile=False: Keras says it skips the optimizer's variables
             warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer")
             return keras.saving.load_model(file, safe_mode=True, compile=False), file
     except (ValueError, OSError, KeyError, TypeError) as e:  # not a .keras archive, or one of other classes

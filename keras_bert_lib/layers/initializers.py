@@ -29,8 +29,9 @@ def truncated_normal(stddev):
 def assigned_next():
     """Layers built inside draw no random kernels or tables: they start at zero, for a caller that
     assigns every weight right after (`load_checkpoint`, whose strict name maps fail on any weight
-    left without a tensor). Drawing is most of the time it takes to build a model (transformers
-    skips it in `from_pretrained` for the same reason).
+    left without a tensor, and `load_model_file`, whose Keras loader fails likewise). Drawing is
+    most of the time it takes to build a model (transformers skips it in `from_pretrained` for the
+    same reason).
 
     Example:
         ```python

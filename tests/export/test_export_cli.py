@@ -13,6 +13,37 @@ from tests.tasks.test_task_models import _preprocessor, _tiny
 pytest.importorskip("tf2onnx", reason="the export extra is part of the test install")
 
 
+def test_a_model_file_loads_with_every_weight_the_saved_models(tmp_path):
+    """load_model_file builds without drawing (`assigned_next`): every weight, the head's too, is
+    then the file's, and a file that lacks a layer's weights fails rather than loading zeros."""
+    import zipfile
+
+    import h5py
+    import numpy as np
+
+    from keras_bert_lib.export import load_model_file
+
+    saved = TextClassifier(_tiny(), num_classes=3, preprocessor=_preprocessor())
+    saved.save(tmp_path / "model.keras")
+    loaded, file = load_model_file(tmp_path)
+    assert file == str(tmp_path / "model.keras")
+    for ours, theirs in zip(loaded.weights, saved.weights, strict=True):
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy(), err_msg=ours.path)
+    # The same file without the head's kernel and bias: refused, not loaded with a zero head.
+    with zipfile.ZipFile(tmp_path / "model.keras") as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    weights = tmp_path / "model.weights.h5"
+    weights.write_bytes(members["model.weights.h5"])
+    with h5py.File(weights, "a") as h5:
+        del h5["layers/classification_head/dense/vars"]
+    members["model.weights.h5"] = weights.read_bytes()
+    with zipfile.ZipFile(tmp_path / "headless.keras", "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    with pytest.raises(ValueError, match="does not load as a Keras model"):
+        load_model_file(tmp_path / "headless.keras")
+
+
 @pytest.mark.slow
 def test_export_writes_both_formats_and_prints_the_parity_table(tmp_path, capsys):
     run = tmp_path / "run"

@@ -4,6 +4,8 @@ weights_fingerprint: whether a model's weights changed since a copy was made."""
 import keras
 import numpy as np
 
+from keras_bert_lib.layers.initializers import assigned_next
+
 
 def with_dtype(model, dtype):
     """A copy of `model` (a `BertEncoder` or a task model) with its encoder in `dtype`, weights cast.
@@ -32,9 +34,10 @@ def with_dtype(model, dtype):
     if not (isinstance(encoder, keras.Model) and hasattr(encoder, "config") and hasattr(encoder, "token_embedding")):
         raise TypeError(f"with_dtype takes a BertEncoder or a task model with one as `.encoder`; got "
                         f"{type(model).__name__}.")
-    copy = type(encoder).from_config({**encoder.get_config(), "dtype": dtype})
-    if encoder is not model:
-        copy = type(model).from_config({**model.get_config(), "encoder": copy, "preprocessor": model.preprocessor})
+    with assigned_next():  # every weight is the model's, cast below
+        copy = type(encoder).from_config({**encoder.get_config(), "dtype": dtype})
+        if encoder is not model:
+            copy = type(model).from_config({**model.get_config(), "encoder": copy, "preprocessor": model.preprocessor})
     for new, old in zip(copy.weights, model.weights, strict=True):
         if tuple(new.shape) != tuple(old.shape):
             raise ValueError(f"with_dtype: {new.path} has shape {new.shape} in the copy and {old.shape} in the model.")

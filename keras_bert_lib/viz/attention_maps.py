@@ -65,6 +65,7 @@ def attention_maps(encoder, preprocessor, text, pair=None):
         maps.tokens[:4], maps.probs.shape   # (['[CLS]', 'the', 'animal', 'didn'], (6, 12, 16, 16))
         ```
     """
+    from keras_bert_lib.layers.initializers import assigned_next
     from keras_bert_lib.models import BertEncoder
 
     encoder = getattr(encoder, "encoder", encoder)  # a task model's encoder
@@ -73,7 +74,8 @@ def attention_maps(encoder, preprocessor, text, pair=None):
             f"attention_maps takes a BertEncoder or a task model holding one, not {type(encoder).__name__}."
         )
     if not encoder.output_attentions:
-        twin = BertEncoder.from_config({**encoder.get_config(), "output_attentions": True})
+        with assigned_next():  # every weight is the encoder's, set below
+            twin = BertEncoder.from_config({**encoder.get_config(), "output_attentions": True})
         twin.set_weights(encoder.get_weights())
         encoder = twin
     inputs = np.array([text], dtype=object)

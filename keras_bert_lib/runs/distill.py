@@ -88,7 +88,9 @@ def load_teacher(path):
     if not os.path.isfile(file):
         raise ValueError(f"No teacher at {path}: give a fine-tuning run's folder or its model.keras "
                          "(`keras-bert finetune classify` writes it).")
-    teacher = keras.saving.load_model(file, compile=False)
+    from keras_bert_lib.export import load_model_file
+
+    teacher, _ = load_model_file(file)  # its weights not drawn first; a file that is no model: one line
     if not isinstance(teacher, TextClassifier) or teacher.preprocessor is None or teacher.num_classes < 2:
         raise ValueError(f"{file} holds a {type(teacher).__name__}; distillation takes a TextClassifier of two or "
                          "more classes that reads raw text (a `keras-bert finetune classify` run's model).")

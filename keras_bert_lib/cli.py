@@ -349,6 +349,10 @@ def _serve_flags(parser):
     parser.add_argument("--calibration", metavar="FILE",
                         help="int8's calibration texts, one per line: a sample of what the server will see, up to "
                              "300 used (default: none, and int8 quantizes activations per call, dynamically)")
+    parser.add_argument("--runtime", choices=["auto", "openvino", "tensorflow"], default="auto",
+                        help="what runs a run folder's model in --dtype: openvino (the openvino extra), tensorflow "
+                             "(predict's own path), or auto: OpenVINO where it is installed, as a server's calls of "
+                             "a few texts cost it far less; int8 always runs on OpenVINO (default: auto)")
     parser.add_argument("--max-instances", type=positive, default=1024,
                         help="texts one request may hold; more get a 400 (default: 1024)")
     parser.add_argument("--max-text-bytes", type=positive, default=65536,
@@ -383,7 +387,7 @@ def _serve(args):
         calibration = read_lines(args.calibration)
         serve(specs, host=args.host, port=args.port, max_batch_size=args.max_batch_size,
               dtype=args.dtype, calibration=calibration, max_batch_tokens=args.max_batch_tokens,
-              in_flight=args.batches_in_flight,
+              in_flight=args.batches_in_flight, runtime=args.runtime,
               batch_timeout_micros=args.batch_timeout_micros, grace_period=args.grace_period,
               limits=Limits(args.max_instances, args.max_text_bytes), access_log=args.access_log,
               max_body_bytes=args.max_body_bytes, read_timeout=args.read_timeout, idle_timeout=args.idle_timeout,

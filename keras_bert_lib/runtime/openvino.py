@@ -22,6 +22,8 @@ logger = logging.getLogger("keras_bert_lib")
 # projections, Bondarenko et al. 2021): what `Int8Runtime` keeps in float when the whole model in
 # int8 fails the quality gate.
 FFN_OUTPUT = ("ffn/output",)
+# `OpenVINORuntime`'s inference_precision → OpenVINO's INFERENCE_PRECISION_HINT (None: its own choice)
+PRECISION_HINTS = {None: None, "float32": "f32", "bfloat16": "bf16"}
 
 
 def require_openvino():
@@ -102,14 +104,16 @@ class OpenVINORuntime:
     each batch runs through one OpenVINO program that takes every width, compiled once from the
     model's weights and again when they change (`fit`, an assignment).
 
-    OpenVINO computes in bfloat16 on CPUs with AVX512-BF16 or AMX and in float32 elsewhere
-    (`precision` says which after the first call). docs/benchmarks.md times it against the default
-    runtime: pick it where it is faster on your CPU and your texts.
+    OpenVINO computes in bfloat16 on CPUs with AVX512-BF16 or AMX and in float32 elsewhere, or in
+    what `inference_precision` asks (`precision` says which after the first call).
+    docs/benchmarks.md times it against the default runtime: pick it where it is faster on your
+    CPU and your texts; on small batches (a server's) its calls cost less than TensorFlow's.
 
     A runtime is the predicting machine's choice, not the model's: it is not saved with the model.
 
     Args:
         threads: int or None. CPU threads (None: OpenVINO's default, every core).
+        inference_precision: "float32", "bfloat16" or None (OpenVINO's choice for this CPU).
     Example:
         ```python
         import numpy as np
@@ -122,11 +126,17 @@ class OpenVINORuntime:
         want = embedder.predict(ids, verbose=0)
         embedder.runtime = OpenVINORuntime()
         assert np.allclose(embedder.predict(ids, verbose=0), want, atol=1e-2)
+        embedder.runtime = OpenVINORuntime(inference_precision="float32")
+        assert np.allclose(embedder.predict(ids, verbose=0), want, atol=1e-5)
+        assert embedder.runtime.precision == "float32"
         ```
     """
 
-    def __init__(self, threads=None):
-        self.threads = threads
+    def __init__(self, threads=None, inference_precision=None):
+        if inference_precision not in PRECISION_HINTS:
+            raise ValueError(f"inference_precision={inference_precision!r}: one of "
+                             f"{', '.join(map(repr, PRECISION_HINTS))}.")
+        self.threads, self.inference_precision = threads, inference_precision
         self.precision = None
         self.streams = 1  # batches `predict` runs at once (OpenVINO's number, once compiled)
         self._compiled = None  # (weights fingerprint, runner)
@@ -146,7 +156,8 @@ class OpenVINORuntime:
         """Called by `predict` with its id rows before its first batch; nothing to do here."""
 
     def runner(self, model, ov_model, names):
-        return compiled_runner(ov_model, names, self.threads)
+        hint = PRECISION_HINTS[self.inference_precision]
+        return compiled_runner(ov_model, names, self.threads, {"INFERENCE_PRECISION_HINT": hint} if hint else None)
 
 
 class Int8Runtime(OpenVINORuntime):

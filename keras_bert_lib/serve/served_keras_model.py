@@ -13,9 +13,13 @@ from keras_bert_lib.serve.served_model import PER_TOKEN, ServedModel, per_reques
 
 class ServedKerasModel(ServedModel):
     """A fine-tuning run's folder (or a task model's `.keras` file) served as its SavedModel
-    would be (the same inputs, outputs and routes), on the path the model's `predict` takes: its
+    would be (the same inputs, outputs and routes), as the model's `predict` runs texts: in its
     `inference_dtype` (`dtype`: "auto" is bfloat16 where it pays, or "float32", "bfloat16",
-    "int8"), by length.
+    "int8"), by length, on `runtime`: "openvino" (`runtime.openvino.OpenVINORuntime`, in that
+    dtype; int8 always runs there), "tensorflow" (Keras, `predict`'s own path) or "auto" (OpenVINO
+    where the openvino extra is installed: a server's calls hold a few texts each, and such a call
+    costs OpenVINO far less than TensorFlow; on `predict`'s large batches the gap is small;
+    docs/benchmarks.md times both).
 
     Requests are tokenized as they arrive, in a worker thread (never on the event loop), those
     waiting together in one call (one text costs about what sixteen do), so each text's token
@@ -35,6 +39,7 @@ class ServedKerasModel(ServedModel):
         path: str. The run folder or `.keras` file.
         dtype: str. What the model computes in (default: "auto").
         calibration: list of str or None. int8's calibration texts.
+        runtime: str. "auto", "openvino" or "tensorflow": what runs the model (default: "auto").
         max_batch_size, batch_timeout_micros, max_batch_tokens, in_flight: the batcher's (`Batcher`).
         chunk_size: int. Texts per model call within a batch (default: 4).
         limits: `Limits` of one request.
@@ -46,10 +51,12 @@ class ServedKerasModel(ServedModel):
     """
 
     def __init__(self, name, path, dtype="auto", calibration=None, max_batch_size=32, batch_timeout_micros=0,
-                 limits=Limits(), on_batch=None, max_batch_tokens=None, in_flight=2, chunk_size=4):
+                 limits=Limits(), on_batch=None, max_batch_tokens=None, in_flight=2, chunk_size=4, runtime="auto"):
         super().__init__(name, path, max_batch_size, batch_timeout_micros, limits, on_batch,
                          max_batch_tokens=max_batch_tokens, in_flight=in_flight)
-        self.dtype, self.calibration, self.chunk_size = dtype, calibration, chunk_size
+        if runtime not in RUNTIMES:
+            raise ValueError(f"runtime={runtime!r}: one of {', '.join(RUNTIMES)}.")
+        self.dtype, self.calibration, self.chunk_size, self.runtime = dtype, calibration, chunk_size, runtime
         self.model = self._tokenize = self._predict = None
         # requests waiting to be tokenized go as one call: one text costs about what sixteen do
         self._tokenizer = Batcher(self._tokenize_requests, max_batch_size=1024, batch_timeout_micros=0)
@@ -74,6 +81,14 @@ class ServedKerasModel(ServedModel):
 
             self.model.runtime = Int8Runtime(calibration=self.calibration)
             self.precision += f"; calibrated on {len(self.calibration)} texts"
+        on_openvino = self.dtype != "int8" and on_openvino_runtime(self.runtime)
+        if on_openvino:
+            from keras_bert_lib.runtime.compile_path import choose_inference_dtype
+            from keras_bert_lib.runtime.openvino import OpenVINORuntime
+
+            chosen = choose_inference_dtype(self.model.inference_dtype, self.model.encoder.layers_dtype_policy,
+                                            self.model.encoder.config.hidden_size)
+            self.model.runtime = OpenVINORuntime(inference_precision="bfloat16" if chosen == "bfloat16" else "float32")
         spec = tf.TensorSpec((None,), tf.string)
         preprocessor = self.model.preprocessor
         self._tokenize = tf.function(
@@ -81,7 +96,10 @@ class ServedKerasModel(ServedModel):
                                         else utf8_or_replaced(texts[0])),
             input_signature=[spec] * len(self.inputs))
         first = self.tokenized([{name: "a" for name in self.inputs}])[0]
-        self.model.predict(self._padded(first), verbose=0)  # traces (and quantizes): not a client's wait
+        self.model.predict(self._padded(first), verbose=0)  # traces (and compiles): not a client's wait
+        if on_openvino:
+            self.precision = (f"{self.model.runtime.precision} weights, OpenVINO on the CPU (--runtime tensorflow "
+                              "runs TensorFlow, the path predict takes)")
         self._predict = self.model.fixed_predictor(self.chunk_size)
         self._run([first])
         self.ready = True
@@ -128,4 +146,28 @@ class ServedKerasModel(ServedModel):
         return [{name: out[name][i] for name in self.outputs} for i in range(len(rows))]
 
 
-__all__ = ["PER_TOKEN", "ServedKerasModel"]
+RUNTIMES = ("auto", "openvino", "tensorflow")
+
+
+def on_openvino_runtime(runtime):
+    """Whether a run folder served with `--runtime` `runtime` runs on OpenVINO: "openvino" (an
+    ImportError that names the extra where it is missing), "auto" where it is installed.
+
+    Example:
+        ```python
+        from keras_bert_lib.serve.served_keras_model import on_openvino_runtime
+        assert on_openvino_runtime("tensorflow") is False
+        ```
+    """
+    if runtime == "tensorflow":
+        return False
+    try:
+        import openvino  # noqa: F401
+    except ImportError:
+        if runtime == "openvino":
+            raise ImportError('--runtime openvino needs OpenVINO: pip install "keras-bert-lib[openvino]".') from None
+        return False
+    return True
+
+
+__all__ = ["PER_TOKEN", "RUNTIMES", "ServedKerasModel", "on_openvino_runtime"]

@@ -1,5 +1,6 @@
-"""A run folder served on its Keras model, the path `predict` takes: a batch reaches the runtime
-padded as the preprocessor pads it; int8 calibrated on `--calibration`, 16 clients each sending single
+"""A run folder served on its Keras model, as `predict` runs texts: a batch reaches the runtime
+padded as the preprocessor pads it; OpenVINO by default where installed, TensorFlow on request, both
+with `predict`'s float32 answers; int8 calibrated on `--calibration`, 16 clients each sending single
 texts at once, every answer equal to the text's answer alone from the same int8 model and within
 cosine 0.99 of float32, nothing lost; a SavedModel asked for int8 is refused in one line."""
 
@@ -105,3 +106,39 @@ def test_a_saved_model_asked_for_int8_is_refused_in_one_line(tmp_path):
     assert done.stderr.strip().splitlines()[-1].endswith(
         "which computes in what it was exported with: serve the fine-tuning run's folder, which runs in any --dtype, "
         "or leave --dtype at auto.")
+
+
+def _saved_embedder(tmp_path):
+    embedder = SentenceEmbedder(bert_tiny(vocab_size=30522, num_hidden_layers=1, hidden_size=64, num_attention_heads=4,
+                                          intermediate_size=128),
+                                preprocessor=BertPreprocessor(WordPieceTokenizer(_texts()[2]), sequence_length=64))
+    embedder.save(tmp_path / "embedder.keras")
+    embedder.inference_dtype = None
+    return embedder, str(tmp_path / "embedder.keras")
+
+
+@pytest.mark.slow
+def test_a_run_folder_runs_on_openvino_by_default_with_predicts_answers(tmp_path):
+    pytest.importorskip("openvino", reason="the openvino extra is part of the test install")
+    embedder, path = _saved_embedder(tmp_path)
+    texts = _texts()[0][:12]
+    want = embedder.predict(texts, verbose=0)  # float32, on TensorFlow
+    for runtime, words in (("auto", "float32 weights, OpenVINO on the CPU"),
+                           ("tensorflow", "float32 weights, TensorFlow on the CPU")):
+        served = ServedKerasModel("embedder", path, dtype="float32", runtime=runtime)
+        served.load()
+        assert served.precision.startswith(words), served.precision
+        rows = served.tokenized([{"text": t} for t in texts])[0]
+        got = np.array([row["embeddings"] for request in served._run([rows[:5], rows[5:]]) for row in request])
+        np.testing.assert_allclose(got, want, atol=1e-5)  # two requests in one call: each text's own answer
+
+
+def test_the_runtime_is_one_of_three_and_openvino_needs_its_extra(monkeypatch):
+    from keras_bert_lib.serve.served_keras_model import on_openvino_runtime
+
+    with pytest.raises(ValueError, match="runtime='onnx': one of auto, openvino, tensorflow"):
+        ServedKerasModel("embedder", "run", runtime="onnx")
+    monkeypatch.setitem(sys.modules, "openvino", None)  # as where the extra is not installed
+    assert on_openvino_runtime("auto") is False and on_openvino_runtime("tensorflow") is False
+    with pytest.raises(ImportError, match=r'--runtime openvino needs OpenVINO: pip install "keras-bert-lib\[openvino\]"'):
+        on_openvino_runtime("openvino")

@@ -152,7 +152,8 @@ def main():
     parser.add_argument("--max-batch-size", type=int, default=32, help="keras-bert serve's (default: 32)")
     parser.add_argument("--batch-timeout-micros", type=int, default=0,
                         help="keras-bert serve's (default: 0, its own default)")
-    parser.add_argument("--skip", nargs="*", default=[], choices=["tensorflow", "int8", "saved_model", "unbatched", "st"],
+    parser.add_argument("--skip", nargs="*", default=[],
+                        choices=["tensorflow", "int8", "saved_model", "unbatched", "st"],
                         help="settings to leave out (default: none)")
     args = parser.parse_args()
     import json

@@ -140,5 +140,5 @@ def test_the_runtime_is_one_of_three_and_openvino_needs_its_extra(monkeypatch):
         ServedKerasModel("embedder", "run", runtime="onnx")
     monkeypatch.setitem(sys.modules, "openvino", None)  # as where the extra is not installed
     assert on_openvino_runtime("auto") is False and on_openvino_runtime("tensorflow") is False
-    with pytest.raises(ImportError, match=r'--runtime openvino needs OpenVINO: pip install "keras-bert-lib\[openvino\]"'):
+    with pytest.raises(ImportError, match=r'needs OpenVINO: pip install "keras-bert-lib\[openvino\]"'):
         on_openvino_runtime("openvino")

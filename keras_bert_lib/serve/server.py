@@ -186,7 +186,7 @@ def serve(specs, host="127.0.0.1", port=8501, max_batch_size=32, batch_timeout_m
                             on_batch=batch_rows.labels(model_name=spec.name).observe,
                             max_batch_tokens=max_batch_tokens, in_flight=in_flight)
             if is_saved_model(path):
-                check_saved_model_dtype(path, dtype)
+                check_saved_model_dtype(path, dtype, runtime)
                 model = ServedModel(name, path, **batching)
             else:  # a run folder or .keras file: on the path its predict takes
                 model = ServedKerasModel(name, path, dtype, calibration, runtime=runtime, **batching)
@@ -234,10 +234,14 @@ def is_saved_model(path):
     return os.path.isfile(os.path.join(path, "saved_model.pb"))
 
 
-def check_saved_model_dtype(path, dtype):
-    """Raises a ValueError where `--dtype` asks a SavedModel for what it was not exported in."""
+def check_saved_model_dtype(path, dtype, runtime="auto"):
+    """Raises a ValueError where `--dtype` asks a SavedModel for what it was not exported in, or
+    `--runtime` for another runtime than TensorFlow's."""
     from keras_bert_lib.export.saved_model import saved_model_dtype
 
+    if runtime == "openvino":
+        raise ValueError(f"{path} is a SavedModel, which runs on TensorFlow: serve the fine-tuning run's folder to run "
+                         "on OpenVINO, or leave --runtime at auto.")
     weights = saved_model_dtype(path)
     if dtype not in ("auto", weights):
         fix = ("serve the fine-tuning run's folder, which runs in any --dtype" if dtype == "int8"

@@ -81,3 +81,11 @@ def test_a_port_in_use_is_named_before_any_model_loads(tmp_path):
         port = taken.getsockname()[1]
         with pytest.raises(ValueError, match=f"Cannot listen on 127.0.0.1:{port} .*pick another port with --port"):
             serve([], port=port)
+
+
+def test_a_saved_model_asked_for_openvino_is_refused_in_one_line(tmp_path):
+    from keras_bert_lib.serve.server import check_saved_model_dtype
+
+    with pytest.raises(ValueError, match="is a SavedModel, which runs on TensorFlow: serve the fine-tuning run's "
+                                         "folder to run on OpenVINO, or leave --runtime at auto"):
+        check_saved_model_dtype(str(tmp_path), "auto", "openvino")

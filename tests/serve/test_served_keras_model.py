@@ -108,20 +108,16 @@ def test_a_saved_model_asked_for_int8_is_refused_in_one_line(tmp_path):
         "or leave --dtype at auto.")
 
 
-def _saved_embedder(tmp_path):
-    embedder = SentenceEmbedder(bert_tiny(vocab_size=30522, num_hidden_layers=1, hidden_size=64, num_attention_heads=4,
-                                          intermediate_size=128),
-                                preprocessor=BertPreprocessor(WordPieceTokenizer(_texts()[2]), sequence_length=64))
-    embedder.save(tmp_path / "embedder.keras")
-    embedder.inference_dtype = None
-    return embedder, str(tmp_path / "embedder.keras")
-
-
 @pytest.mark.slow
 def test_a_run_folder_runs_on_openvino_by_default_with_predicts_answers(tmp_path):
     pytest.importorskip("openvino", reason="the openvino extra is part of the test install")
-    embedder, path = _saved_embedder(tmp_path)
-    texts = _texts()[0][:12]
+    texts, _, vocab = _texts()
+    texts, path = texts[:12], str(tmp_path / "embedder.keras")
+    embedder = SentenceEmbedder(bert_tiny(vocab_size=30522, num_hidden_layers=1, hidden_size=64, num_attention_heads=4,
+                                          intermediate_size=128),
+                                preprocessor=BertPreprocessor(WordPieceTokenizer(vocab), sequence_length=64))
+    embedder.save(path)
+    embedder.inference_dtype = None
     want = embedder.predict(texts, verbose=0)  # float32, on TensorFlow
     for runtime, words in (("auto", "float32 weights, OpenVINO on the CPU"),
                            ("tensorflow", "float32 weights, TensorFlow on the CPU")):

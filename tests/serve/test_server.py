@@ -197,7 +197,10 @@ def test_an_unknown_model_is_a_404_naming_what_is_served_and_one_info_line(serve
         status, answer = call(url, "POST", "/v1/models/absent:predict", {"instances": ["a"]})
         assert status == 404 and "This server serves" in answer["error"] and "versioned (versions 1, 2)" in \
             answer["error"], answer
-    lines = [line for line in _log(folder).splitlines() if "absent" in line]
+    deadline = time.monotonic() + 10  # the server's log is another process's file: give its writes a moment
+    while len(lines := [line for line in _log(folder).splitlines() if "absent" in line]) < 3 and \
+            time.monotonic() < deadline:
+        time.sleep(0.1)
     assert len(lines) == 3 and all(" INFO 404 POST /v1/models/absent:predict: " in line for line in lines), lines
     assert "Traceback" not in _log(folder)
 

@@ -21,10 +21,13 @@ class ServedKerasModel(ServedModel):
     costs OpenVINO far less than TensorFlow; on `predict`'s large batches the gap is small;
     docs/benchmarks.md times both).
 
-    Requests are tokenized as they arrive, in a worker thread (never on the event loop), those
-    waiting together in one call (one text costs about what sixteen do), so each text's token
-    count is known when batches form: a batch closes at `max_batch_size` texts or
-    `max_batch_tokens` tokens, and up to `in_flight` batches run at once while the next forms.
+    A batch closes at `max_batch_size` texts or `max_batch_tokens` tokens, and up to `in_flight`
+    batches run at once while the next forms. Texts are tokenized in a worker thread (never on
+    the event loop), as many in one call as can be (one text costs about what sixteen do): each
+    formed batch in its run, or, where the token budget can close a batch before its count
+    (`max_batch_size` texts of the model's length hold more than `max_batch_tokens`), as requests
+    arrive, those waiting together in one call, so that each text's count is known when batches
+    form.
     A formed batch is padded as the preprocessor pads a call (per-token outputs are then as wide
     as the SavedModel's) and runs as `predict` runs it (`fixed_predictor`: the path resolved
     once at load, as a served model's weights do not change): sorted by length, in parts of
@@ -57,7 +60,7 @@ class ServedKerasModel(ServedModel):
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime={runtime!r}: one of {', '.join(RUNTIMES)}.")
         self.dtype, self.calibration, self.chunk_size, self.runtime = dtype, calibration, chunk_size, runtime
-        self.model = self._tokenize = self._predict = None
+        self.model = self._tokenize = self._predict = self._count_first = None
         # requests waiting to be tokenized go as one call: one text costs about what sixteen do
         self._tokenizer = Batcher(self._tokenize_requests, max_batch_size=1024, batch_timeout_micros=0)
 
@@ -101,13 +104,16 @@ class ServedKerasModel(ServedModel):
             self.precision = (f"{self.model.runtime.precision} weights, OpenVINO on the CPU (--runtime tensorflow "
                               "runs TensorFlow, the path predict takes)")
         self._predict = self.model.fixed_predictor(self.chunk_size)
+        budget, length = self.batcher.max_batch_tokens, self.model.preprocessor.sequence_length
+        self._count_first = budget is not None and self.batcher.max_batch_size * length > budget
         self._run([first])
         self.ready = True
         return self.ready
 
     async def infer(self, rows):
-        """Each row's results: tokenized off the event loop with the requests that arrived with it
-        (one call for all), then batched by texts and tokens."""
+        """Each row's results, batched by texts and tokens, tokenized off the event loop."""
+        if not self._count_first:  # each formed batch is tokenized in its run (`_call`)
+            return await self.batcher(rows)
         tokenized = await self._tokenizer(rows)
         return await self.batcher([ids for ids, _ in tokenized], [count for _, count in tokenized])
 
@@ -140,6 +146,8 @@ class ServedKerasModel(ServedModel):
         return ids
 
     def _call(self, rows):
+        if rows and "padding_mask" not in rows[0]:  # texts, not yet tokenized (`infer`)
+            rows = self.tokenized(rows)[0]
         out = {k: np.asarray(v) for k, v in named_outputs(self.model, self._predict(self._padded(rows))).items()}
         if self.class_names is not None:
             out["class_name"] = self.class_names[out["label"]]

@@ -138,3 +138,27 @@ def test_the_runtime_is_one_of_three_and_openvino_needs_its_extra(monkeypatch):
     assert on_openvino_runtime("auto") is False and on_openvino_runtime("tensorflow") is False
     with pytest.raises(ImportError, match=r'needs OpenVINO: pip install "keras-bert-lib\[openvino\]"'):
         on_openvino_runtime("openvino")
+
+
+def test_texts_are_tokenized_in_their_batch_unless_the_token_budget_can_close_one(tmp_path):
+    import asyncio
+
+    texts, _, vocab = _texts()
+    texts, path = texts[:6], str(tmp_path / "embedder.keras")
+    embedder = SentenceEmbedder(bert_tiny(vocab_size=30522, num_hidden_layers=1, hidden_size=64, num_attention_heads=4,
+                                          intermediate_size=128),
+                                preprocessor=BertPreprocessor(WordPieceTokenizer(vocab), sequence_length=64))
+    embedder.save(path)
+    embedder.inference_dtype = None
+    want = embedder.predict(texts, verbose=0)
+    for budget, first in ((8 * 64, False), (8 * 64 - 1, True)):  # 8 texts of 64 tokens fit in the budget, or not
+        served = ServedKerasModel("embedder", path, dtype="float32", runtime="tensorflow", max_batch_size=8,
+                                  max_batch_tokens=budget)
+        served.load()
+        assert served._count_first is first
+
+        async def requests():
+            return await asyncio.gather(*(served.infer([{"text": t}]) for t in texts))
+
+        got = np.array([answer[0]["embeddings"] for answer in asyncio.run(requests())])
+        np.testing.assert_allclose(got, want, atol=1e-5)

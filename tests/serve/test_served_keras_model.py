@@ -108,16 +108,21 @@ def test_a_saved_model_asked_for_int8_is_refused_in_one_line(tmp_path):
         "or leave --dtype at auto.")
 
 
+def _saved_embedder(tmp_path):
+    """A one-block embedder of MiniLM's vocabulary, 64 tokens long, saved as a `.keras` file; float32."""
+    embedder = SentenceEmbedder(bert_tiny(vocab_size=30522, num_hidden_layers=1, hidden_size=64, num_attention_heads=4,
+                                          intermediate_size=128),
+                                preprocessor=BertPreprocessor(WordPieceTokenizer(_texts()[2]), sequence_length=64))
+    embedder.save(tmp_path / "embedder.keras")
+    embedder.inference_dtype = None
+    return embedder, str(tmp_path / "embedder.keras")
+
+
 @pytest.mark.slow
 def test_a_run_folder_runs_on_openvino_by_default_with_predicts_answers(tmp_path):
     pytest.importorskip("openvino", reason="the openvino extra is part of the test install")
-    texts, _, vocab = _texts()
-    texts, path = texts[:12], str(tmp_path / "embedder.keras")
-    embedder = SentenceEmbedder(bert_tiny(vocab_size=30522, num_hidden_layers=1, hidden_size=64, num_attention_heads=4,
-                                          intermediate_size=128),
-                                preprocessor=BertPreprocessor(WordPieceTokenizer(vocab), sequence_length=64))
-    embedder.save(path)
-    embedder.inference_dtype = None
+    embedder, path = _saved_embedder(tmp_path)
+    texts = _texts()[0][:12]
     want = embedder.predict(texts, verbose=0)  # float32, on TensorFlow
     for runtime, words in (("auto", "float32 weights, OpenVINO on the CPU"),
                            ("tensorflow", "float32 weights, TensorFlow on the CPU")):
@@ -143,13 +148,8 @@ def test_the_runtime_is_one_of_three_and_openvino_needs_its_extra(monkeypatch):
 def test_texts_are_tokenized_in_their_batch_unless_the_token_budget_can_close_one(tmp_path):
     import asyncio
 
-    texts, _, vocab = _texts()
-    texts, path = texts[:6], str(tmp_path / "embedder.keras")
-    embedder = SentenceEmbedder(bert_tiny(vocab_size=30522, num_hidden_layers=1, hidden_size=64, num_attention_heads=4,
-                                          intermediate_size=128),
-                                preprocessor=BertPreprocessor(WordPieceTokenizer(vocab), sequence_length=64))
-    embedder.save(path)
-    embedder.inference_dtype = None
+    embedder, path = _saved_embedder(tmp_path)
+    texts = _texts()[0][:6]
     want = embedder.predict(texts, verbose=0)
     for budget, first in ((8 * 64, False), (8 * 64 - 1, True)):  # 8 texts of 64 tokens fit in the budget, or not
         served = ServedKerasModel("embedder", path, dtype="float32", runtime="tensorflow", max_batch_size=8,

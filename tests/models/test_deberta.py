@@ -107,9 +107,9 @@ def test_a_transformers_masked_lm_loads_with_equal_outputs_and_saves_back(tmp_pa
     states, logits = _hf(hf, batch)
     ours = load_checkpoint(tmp_path / "hf", with_heads=True)
     assert isinstance(ours, BertPretrainer) and isinstance(ours.encoder, DebertaV3Encoder)
-    assert _gap(ours.encoder.predict_on_batch(batch)["sequence_output"], states, batch["padding_mask"]) <= 1e-4
+    assert _gap(ours.encoder(batch, training=False)["sequence_output"], states, batch["padding_mask"]) <= 1e-4
     positions = np.tile(np.arange(50, dtype="int32"), (3, 1))
-    got = ours.predict_on_batch({**batch, "masked_positions": positions})["mlm_logits"]
+    got = ours({**batch, "masked_positions": positions}, training=False)["mlm_logits"]
     assert _gap(got, logits, batch["padding_mask"]) <= 1e-3
 
     save_checkpoint(ours, tmp_path / "ours")
@@ -208,4 +208,4 @@ def test_a_sequence_classification_folder_loads_its_encoder_and_names_the_head_i
     with torch.no_grad():
         states = hf(input_ids=torch.from_numpy(batch["token_ids"].astype("int64")),
                     attention_mask=torch.from_numpy(batch["padding_mask"].astype("int64"))).last_hidden_state.numpy()
-    assert _gap(encoder.predict_on_batch(batch)["sequence_output"], states, batch["padding_mask"]) <= 1e-4
+    assert _gap(encoder(batch, training=False)["sequence_output"], states, batch["padding_mask"]) <= 1e-4

@@ -97,10 +97,10 @@ def test_a_transformers_masked_lm_loads_with_equal_outputs_and_saves_back(checkp
     ours = load_checkpoint(folder / "hf", with_heads=True)
     assert isinstance(ours, BertPretrainer) and isinstance(ours.encoder, ModernBertEncoder)
     assert ours.encoder.config.window == 4 and ours.sentence_task is None
-    assert _gap(ours.encoder.predict_on_batch(batch)["sequence_output"], states, batch["padding_mask"]) <= 1e-4
+    assert _gap(ours.encoder(batch, training=False)["sequence_output"], states, batch["padding_mask"]) <= 1e-4
     assert _gap(_hf(hf, batch, "sdpa")[0], states, batch["padding_mask"]) <= 1e-4  # transformers agrees with itself
     positions = np.tile(np.arange(40, dtype="int32"), (3, 1))
-    got = ours.predict_on_batch({**batch, "masked_positions": positions})["mlm_logits"]
+    got = ours({**batch, "masked_positions": positions}, training=False)["mlm_logits"]
     assert _gap(got, logits, batch["padding_mask"]) <= 1e-3
 
     save_checkpoint(ours, folder / "ours")

@@ -3,7 +3,8 @@ raw text: a small random checkpoint with a vocabulary learned here (byte-level B
 unigram; WordPiece, with ELECTRA's factorised embedding; ModernBERT's NFC byte-level BPE
 tokenizer.json, its local window 4 positions either side; DeBERTa-v3's SentencePiece, with
 log-bucketed relative positions) fine-tunes on the movie reviews, exports a SavedModel on raw
-strings that matches Keras, and answers through `keras-bert serve` as the saved model does."""
+strings that matches Keras, and answers through `keras-bert serve` as the saved model does (one
+server for the five SavedModels)."""
 
 import json
 
@@ -15,19 +16,23 @@ from tests.serve.server_process import call, running_server
 from tests.text import families
 
 pytest.importorskip("transformers", reason="transformers is in the [test] extra")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("family_runs")]  # the server test reuses the runs
 TEXTS = ["A wonderful, warm film.", "Dull and ``long''  —  I'd skip it.", "Café society, naïvely told"]
+FAMILIES = ["roberta", "albert", "electra", "modernbert", "deberta"]
+_RUNS = {}  # family -> (the exported SavedModels' folder, the Keras model's probabilities on TEXTS)
 
 
-@pytest.mark.parametrize("family", ["roberta", "albert", "electra", "modernbert", "deberta"])
-def test_a_family_fine_tunes_exports_and_serves_on_raw_text(family, few_reviews, tmp_path):
+def _fine_tuned_and_exported(family, few_reviews, folder):
+    """The family's run and export, once per worker: its test checks them, and the serving test
+    serves all five from one server (a server's start-up is most of a family's time)."""
+    if family in _RUNS:
+        return _RUNS[family]
     import keras
     import tensorflow as tf
 
-    folder = tmp_path / family
-    families.make_folder(folder, family)
-    run, exported = tmp_path / "run", tmp_path / "exported"
-    assert main(["finetune", "classify", "--checkpoint", str(folder), "--train", few_reviews["train"],
+    checkpoint, run, exported = folder / "checkpoint", folder / "run", folder / "exported"
+    families.make_folder(checkpoint, family)
+    assert main(["finetune", "classify", "--checkpoint", str(checkpoint), "--train", few_reviews["train"],
                  "--validation", few_reviews["validation"], "--output-dir", str(run), "--max-seq-length", "48",
                  "--steps", "4", "--steps-per-epoch", "2", "--batch-size", "8", "--no-jit-compile"]) == 0
     report = json.loads((run / "report.json").read_text())
@@ -45,9 +50,22 @@ def test_a_family_fine_tunes_exports_and_serves_on_raw_text(family, few_reviews,
     assets = {"roberta": "vocab.json", "albert": "spiece.model", "electra": "vocab.txt", "modernbert": "vocab.json",
               "deberta": "spiece.model"}
     assert (exported / "saved_model" / "1" / "assets" / assets[family]).is_file()
+    _RUNS[family] = exported / "saved_model", want
+    return _RUNS[family]
 
-    with running_server([f"reviews={exported / 'saved_model'}"], str(tmp_path)) as (url, _):
-        status, body = call(url, "POST", "/v1/models/reviews:predict", {"instances": TEXTS})
-    assert status == 200
-    answered = np.array([row["probabilities"] for row in body["predictions"]])
-    assert np.max(np.abs(answered - want)) < 1e-5
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_family_fine_tunes_and_exports_a_savedmodel_on_raw_text_that_equals_keras(family, few_reviews,
+                                                                                   tmp_path_factory):
+    _fine_tuned_and_exported(family, few_reviews, tmp_path_factory.mktemp(family))
+
+
+def test_one_server_answers_each_familys_savedmodel_as_keras_does(few_reviews, tmp_path_factory, tmp_path):
+    runs = {family: _fine_tuned_and_exported(family, few_reviews, tmp_path_factory.mktemp(family))
+            for family in FAMILIES}
+    with running_server([f"{family}={saved}" for family, (saved, _) in runs.items()], str(tmp_path)) as (url, _):
+        for family, (_, want) in runs.items():
+            status, body = call(url, "POST", f"/v1/models/{family}:predict", {"instances": TEXTS})
+            assert status == 200, (family, body)
+            answered = np.array([row["probabilities"] for row in body["predictions"]])
+            assert np.max(np.abs(answered - want)) < 1e-5, family

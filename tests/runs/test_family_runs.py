@@ -19,14 +19,10 @@ pytest.importorskip("transformers", reason="transformers is in the [test] extra"
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("family_runs")]  # the server test reuses the runs
 TEXTS = ["A wonderful, warm film.", "Dull and ``long''  —  I'd skip it.", "Café society, naïvely told"]
 FAMILIES = ["roberta", "albert", "electra", "modernbert", "deberta"]
-_RUNS = {}  # family -> (the exported SavedModels' folder, the Keras model's probabilities on TEXTS)
 
 
-def _fine_tuned_and_exported(family, few_reviews, folder):
-    """The family's run and export, once per worker: its test checks them, and the serving test
-    serves all five from one server (a server's start-up is most of a family's time)."""
-    if family in _RUNS:
-        return _RUNS[family]
+def _fine_tune_and_export(family, few_reviews, folder):
+    """(the exported SavedModels' folder, the Keras model's probabilities on TEXTS)."""
     import keras
     import tensorflow as tf
 
@@ -50,19 +46,29 @@ def _fine_tuned_and_exported(family, few_reviews, folder):
     assets = {"roberta": "vocab.json", "albert": "spiece.model", "electra": "vocab.txt", "modernbert": "vocab.json",
               "deberta": "spiece.model"}
     assert (exported / "saved_model" / "1" / "assets" / assets[family]).is_file()
-    _RUNS[family] = exported / "saved_model", want
-    return _RUNS[family]
+    return exported / "saved_model", want
+
+
+@pytest.fixture(scope="module")
+def fine_tuned(few_reviews, tmp_path_factory):
+    """family -> its run and export, each made once: its own test checks them, and the serving test
+    serves all five from one server (a server's start-up was most of a family's time)."""
+    runs = {}
+
+    def run(family):
+        if family not in runs:
+            runs[family] = _fine_tune_and_export(family, few_reviews, tmp_path_factory.mktemp(family))
+        return runs[family]
+    return run
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_a_family_fine_tunes_and_exports_a_savedmodel_on_raw_text_that_equals_keras(family, few_reviews,
-                                                                                   tmp_path_factory):
-    _fine_tuned_and_exported(family, few_reviews, tmp_path_factory.mktemp(family))
+def test_a_family_fine_tunes_and_exports_a_savedmodel_on_raw_text_that_equals_keras(family, fine_tuned):
+    fine_tuned(family)
 
 
-def test_one_server_answers_each_familys_savedmodel_as_keras_does(few_reviews, tmp_path_factory, tmp_path):
-    runs = {family: _fine_tuned_and_exported(family, few_reviews, tmp_path_factory.mktemp(family))
-            for family in FAMILIES}
+def test_one_server_answers_each_familys_savedmodel_as_keras_does(fine_tuned, tmp_path):
+    runs = {family: fine_tuned(family) for family in FAMILIES}
     with running_server([f"{family}={saved}" for family, (saved, _) in runs.items()], str(tmp_path)) as (url, _):
         for family, (_, want) in runs.items():
             status, body = call(url, "POST", f"/v1/models/{family}:predict", {"instances": TEXTS})

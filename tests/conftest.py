@@ -20,6 +20,20 @@ if _WORKERS > 1:
     for _name in ("TF_NUM_INTRAOP_THREADS", "OMP_NUM_THREADS"):
         os.environ.setdefault(_name, str(max(1, _CORES // _WORKERS)))
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    import atexit
+    import sys
+
+    def _exit_without_teardown():
+        """A worker's results have reached the controller by the time its atexit handlers run;
+        the interpreter's teardown after them frees a TensorFlow and PyTorch heap for seconds,
+        which the controller waits for. Registered before anything else, so it runs last."""
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+    atexit.register(_exit_without_teardown)
+
 import pytest  # noqa: E402
 
 # Keras is imported where a test first needs it, not here: pytest-xdist's controller loads this

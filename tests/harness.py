@@ -124,7 +124,9 @@ def _feed(spec):
 def _run_fresh(script):
     """Runs a script in a new interpreter that can import keras_bert_lib but not the tests."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    result = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True,
+    # Once the script is through, the interpreter's teardown would free TensorFlow for a second.
+    script = textwrap.dedent(script) + "\nimport os as _os\n_os._exit(0)\n"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True,
                             text=True, cwd=tempfile.gettempdir(), env=env, timeout=300)
     assert result.returncode == 0, f"fresh process failed:\n{result.stderr[-3000:]}"
 

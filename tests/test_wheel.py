@@ -26,13 +26,14 @@ def test_the_wheel_runs_the_quickstart_outside_the_source_tree(tmp_path):
         "-w", str(tmp_path / "wheels"))
     wheel, = (tmp_path / "wheels").glob("keras_bert_lib-*.whl")
     venv = tmp_path / "venv"
-    run(sys.executable, "-m", "venv", str(venv))
+    run(sys.executable, "-m", "venv", "--without-pip", str(venv))  # this pip installs into it: no ensurepip
     python, console = venv / "bin" / "python", venv / "bin" / "keras-bert"
     # The dependencies come from this environment (read only: no editable finder, no checkout on the
     # path), so the test installs nothing from the network; the package itself only from the wheel.
     target = pathlib.Path(run(str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip())
     (target / "test_dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    run(str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel))
+    run(sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps", "--no-index",
+        str(wheel))
     work = tmp_path / "elsewhere"
     work.mkdir()
     # Where the package comes from, and the first 33 of its packaged training reviews (one process).

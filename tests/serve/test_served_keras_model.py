@@ -5,8 +5,6 @@ texts at once, every answer equal to the text's answer alone from the same int8 
 cosine 0.99 of float32, nothing lost; a SavedModel asked for int8 is refused in one line."""
 
 import concurrent.futures
-import os
-import subprocess
 import sys
 
 import keras
@@ -94,16 +92,17 @@ def test_int8_run_folder_answers_16_clients_as_each_text_alone(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("serve")
-def test_a_saved_model_asked_for_int8_is_refused_in_one_line(tmp_path):
+def test_a_saved_model_asked_for_int8_is_refused_in_one_line(tmp_path, capsys):
+    from keras_bert_lib.cli import main
+
     embedder = SentenceEmbedder(bert_tiny(num_hidden_layers=1, hidden_size=64, num_attention_heads=4,
                                           intermediate_size=128),
                                 preprocessor=BertPreprocessor(WordPieceTokenizer(_texts()[2]), sequence_length=16))
     export_saved_model(embedder, str(tmp_path / "saved"))
-    done = subprocess.run([os.path.join(os.path.dirname(sys.executable), "keras-bert"), "serve",
-                           str(tmp_path / "saved" / "1"), "--dtype", "int8", "--port", "0"],
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 2
-    assert done.stderr.strip().splitlines()[-1].endswith(
+    capsys.readouterr()
+    assert main(["serve", str(tmp_path / "saved" / "1"), "--dtype", "int8", "--port", "0"]) == 2
+    refusal = capsys.readouterr().err.strip()
+    assert "\n" not in refusal and refusal.endswith(
         "which computes in what it was exported with: serve the fine-tuning run's folder, which runs in any --dtype, "
         "or leave --dtype at auto.")
 

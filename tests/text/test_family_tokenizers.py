@@ -15,6 +15,8 @@ from tests.text import families
 pytest.importorskip("transformers", reason="transformers is in the [test] extra")
 pytest.importorskip("sentencepiece", reason="sentencepiece comes with the [test] extra")
 
+# One worker runs the module, so that the four tokenizers are trained once.
+pytestmark = pytest.mark.xdist_group("family_tokenizers")
 FAMILIES = ("albert", "xlm-roberta", "roberta", "bert+xlmr")
 ODD = ["  leading and trailing  ", "tab\there\nnew line", "``Quoted'' and ''twice''", "ΣΊΣΥΦΟΣ σοφός",
        "a\u00a0b\u2003c\u3000d", "x" * 300, "Don't, it's 'quoted' — 12,345.67", "", " ", "ＦＵＬＬ ｗｉｄｔｈ",

@@ -118,10 +118,14 @@ def finished_run(tmp_path_factory):
     return argv, configs, json.loads((folder / "run" / "report.json").read_text())
 
 
-# Tests that run for tens of seconds (subprocesses, training runs) go first, so that the two
-# workers do not end with one of them alone on a long test.
-SLOW_FIRST = ("test_resume.py", "test_phases.py", "test_distribution.py", "test_backends.py", "test_report.py",
-              "test_tfrecords.py", "test_vocabulary.py", "test_pretrain_run.py", "test_docs.py")
+# Files whose tests (or xdist group) run for tens of seconds, the longest first: pytest-xdist hands
+# out work in this order, so the two workers do not end with one of them alone on a long test.
+SLOW_FIRST = ("test_task_learning.py", "test_family_runs.py", "test_distill_run.py", "test_minilm_classify_run.py",
+              "test_server.py", "test_finetune_spans_run.py", "test_wheel.py", "test_kill_and_resume.py",
+              "test_docs.py", "test_backends.py", "test_distribution.py", "test_similarity.py",
+              "test_jax_training.py", "test_electra_pretrainer.py", "test_beam_pipeline.py", "test_corpus_job.py",
+              "test_bfloat16_parity.py", "test_resume.py", "test_phases.py", "test_report.py", "test_tfrecords.py",
+              "test_vocabulary.py", "test_pretrain_run.py")
 
 
 # Fixtures that build one costly thing several tests read (a training run, runs on two replicas or
@@ -135,4 +139,5 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if COSTLY_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
-    items.sort(key=lambda item: item.path.name not in SLOW_FIRST)
+    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FIRST)))

@@ -47,10 +47,12 @@ def _exit_without_teardown():
         sys.stdout.flush()
         sys.stderr.flush()
         if _FILTER_PROCESS:
+            import subprocess
+
             os.close(2)  # this process's end of the pipe; a child still writing keeps it open
             try:
                 _FILTER_PROCESS[0].wait(timeout=2)
-            except Exception:  # noqa: BLE001 - a child holds the pipe: the filter ends after it
+            except subprocess.TimeoutExpired:  # a child holds the pipe: the filter ends after it
                 pass
         os._exit(_EXIT_CODE[0])
 

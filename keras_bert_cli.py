@@ -98,7 +98,8 @@ def main(argv=None):
     from keras_bert_lib.cli import main as run
 
     code = run(argv)
-    _EXIT_CODE.append(code)
+    if console:
+        _EXIT_CODE.append(code)
     return code
 
 

@@ -27,7 +27,8 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     def _exit_without_teardown():
         """A worker's results have reached the controller by the time its atexit handlers run;
         the interpreter's teardown after them frees a TensorFlow and PyTorch heap for seconds,
-        which the controller waits for. Registered before anything else, so it runs last."""
+        which the controller waits for. Registered before TensorFlow, Keras and PyTorch load, so
+        it runs after their exit handlers."""
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)

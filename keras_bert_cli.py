@@ -50,9 +50,9 @@ def _exit_without_teardown():
             import subprocess
 
             os.close(2)  # this process's end of the pipe; a child still writing keeps it open
-            try:
-                _FILTER_PROCESS[0].wait(timeout=2)
-            except subprocess.TimeoutExpired:  # a child holds the pipe: the filter ends after it
+            try:  # the filter passes each line on as it reads it: a moment drains what is queued
+                _FILTER_PROCESS[0].wait(timeout=0.2)
+            except subprocess.TimeoutExpired:  # a child (multiprocessing's resource tracker) holds the pipe
                 pass
         os._exit(_EXIT_CODE[0])
 

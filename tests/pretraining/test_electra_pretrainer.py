@@ -128,9 +128,8 @@ def test_rtd_pretraining_on_the_built_in_corpus_finds_the_replaced_tokens(tmp_pa
     out = tmp_path / "run"
     assert main(["pretrain", "--corpus", str(corpus), "--objective", "rtd", "--sentence-task", "none",
                  "--preset", "bert_tiny", "--output-dir", str(out), "--steps", "60", "--steps-per-epoch", "60",
-                 "--warmup-steps", "10",
-                 "--learning-rate", "5e-4", "--max-seq-length", "32", "--max-predictions", "5", "--batch-size", "32",
-                 "--dupe-factor", "1", "--vocab-size", "2000", "--no-jit-compile"]) == 0
+                 "--warmup-steps", "10", "--learning-rate", "5e-4", "--max-seq-length", "32", "--max-predictions", "5",
+                 "--batch-size", "32", "--dupe-factor", "1", "--vocab-size", "2000", "--no-jit-compile"]) == 0
     printed = capsys.readouterr().out
     held = json.loads((out / "report.json").read_text())["held_out"]
     print(held)

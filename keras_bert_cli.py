@@ -36,11 +36,11 @@ def _exit_without_teardown():
     this one (TensorFlow's, multiprocessing's, logging's) have run.
 
     Registered just before TensorFlow is imported, so it runs after them. What it skips is the
-    interpreter's teardown, which frees TensorFlow's modules one by one: about a second of CPU
-    after a command's work is done. Handlers registered earlier (a `sitecustomize`'s, coverage's
-    subprocess measurement) do not run. A command that raised (a traceback) is torn down as usual.
-    The standard-error filter is given a moment to pass on the last lines, so that they come
-    before the shell's prompt."""
+    interpreter's teardown, which frees TensorFlow's modules one by one after the command's work
+    is done. Handlers registered earlier (a `sitecustomize`'s, coverage's subprocess measurement)
+    do not run. A command that raised (a traceback) is torn down as usual. The standard-error
+    filter is given a moment to pass on the last lines, so that they come before the shell's
+    prompt."""
     if _EXIT_CODE and isinstance(_EXIT_CODE[0], int):
         if "logging" in sys.modules:
             sys.modules["logging"].shutdown()

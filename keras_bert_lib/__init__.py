@@ -10,6 +10,7 @@ Example:
     ```
 """
 
+import gc
 import os
 
 # TensorFlow turns its oneDNN CPU kernels on by default only on some CPUs; where it leaves them
@@ -19,7 +20,16 @@ import os
 _ONEDNN_SETTING = os.environ.get("TF_ENABLE_ONEDNN_OPTS")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
-import keras  # noqa: E402
+# Importing Keras (and TensorFlow or JAX) creates hundreds of thousands of long-lived objects and
+# next to no cyclic garbage, yet the cycle collector would walk the whole growing heap again and
+# again on the way: it is paused for that import alone.
+_GC_WAS_ENABLED = gc.isenabled()
+gc.disable()
+try:
+    import keras  # noqa: E402
+finally:
+    if _GC_WAS_ENABLED:
+        gc.enable()
 
 import keras_bert_lib.distillation  # noqa: E402, F401  (registers the distillers and their loss)
 from keras_bert_lib.config import PRESETS, EncoderConfig  # noqa: E402

@@ -35,10 +35,32 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
     atexit.register(_exit_without_teardown)
 
+import gc  # noqa: E402
+
 import pytest  # noqa: E402
 
 # Keras is imported where a test first needs it, not here: pytest-xdist's controller loads this
 # file too, and it runs no test, so an import here would add TensorFlow's start-up to every run.
+
+
+def pytest_configure(config):
+    """Collecting imports TensorFlow, PyTorch, transformers and the rest: a heap of about a
+    million objects that live as long as the process, and next to no cyclic garbage. The cycle
+    collector would walk that heap again each time it grew by a quarter, and after collection
+    at every full collection between tests. So it is paused while collecting, and what
+    collection built is then frozen (`gc.freeze`): left out of every later collection."""
+    gc.disable()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config, specs):
+    """pytest-xdist's controller collects nothing: its collector runs again at once."""
+    gc.enable()
+
+
+def pytest_collection_finish(session):
+    gc.freeze()
+    gc.enable()
 
 
 @pytest.fixture(autouse=True)

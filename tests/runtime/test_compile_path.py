@@ -183,14 +183,15 @@ def test_predict_runs_two_batches_at_once_only_in_tensorflows_graph_on_a_cpu():
 
 
 _IMPORT_ORDER = """
-import sys, warnings
+import gc, sys, warnings
 warnings.simplefilter("always")
 with warnings.catch_warnings(record=True) as caught:
     if sys.argv[1] == "tensorflow first":
         import keras  # imports TensorFlow
     import keras_bert_lib
 from keras_bert_lib.runtime.compile_path import graph_kernels, onednn_enabled
-print(onednn_enabled(), graph_kernels(), [str(w.message)[:60] for w in caught if "oneDNN" in str(w.message)])
+print(onednn_enabled(), graph_kernels(), [str(w.message)[:60] for w in caught if "oneDNN" in str(w.message)],
+      "collector on" if gc.isenabled() else "collector off")
 """
 
 
@@ -214,3 +215,4 @@ def test_onednn_follows_the_import_order_and_a_late_import_says_so(order, settin
     assert ("graph (oneDNN)" if on else "graph (Eigen; oneDNN off)") in line, line
     # TensorFlow's own default decides where it comes first: a warning exactly where it left oneDNN off.
     assert ("TensorFlow was imported before keras_bert_lib" in line) is (warned and not on), line
+    assert line.endswith("collector on"), line  # paused while Keras imports, then on again

@@ -8,6 +8,7 @@ lives in `keras_bert_commands`, which both this module and `keras_bert_lib.cli` 
 """
 
 import atexit
+import gc
 import os
 import sys
 
@@ -97,6 +98,10 @@ def main(argv=None):
         atexit.register(_exit_without_teardown)
     from keras_bert_lib.cli import main as run
 
+    if console:
+        # The process is this command's: what the imports built (TensorFlow, Keras, the library)
+        # lives until it exits, so the cycle collector's full passes during the run leave it out.
+        gc.freeze()
     code = run(argv)
     if console:
         _EXIT_CODE.append(code)

@@ -16,6 +16,7 @@ loads. This module is the command line, so it writes to standard output.
 
 import dataclasses
 import functools
+import gc
 import json
 import logging
 import sys
@@ -450,4 +451,5 @@ def _number(value):
 
 
 if __name__ == "__main__":
+    gc.freeze()  # a process of its own, as keras_bert_cli's console command: see there
     sys.exit(main())

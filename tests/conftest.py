@@ -44,11 +44,11 @@ import pytest  # noqa: E402
 
 
 def pytest_configure(config):
-    """Collecting imports TensorFlow, PyTorch, transformers and the rest: a heap of about a
-    million objects that live as long as the process, and next to no cyclic garbage. The cycle
-    collector would walk that heap again each time it grew by a quarter, and after collection
-    at every full collection between tests. So it is paused while collecting, and what
-    collection built is then frozen (`gc.freeze`): left out of every later collection."""
+    """Collecting imports TensorFlow, PyTorch, transformers and the rest: hundreds of thousands
+    of objects that live as long as the process, and next to no cyclic garbage. The cycle
+    collector would walk them again each time the heap grew by a quarter, and then at every full
+    collection between tests. So it is paused while collecting, and what collection built is
+    then frozen (`gc.freeze`): left out of every later collection."""
     gc.disable()
 
 

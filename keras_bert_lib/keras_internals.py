@@ -110,6 +110,14 @@ def takes_strings(layer):
     layer.built = True
 
 
+def set_untracked(layer, **values):
+    """Sets attributes of `layer` that hold no variables or layers (a vocabulary's tens of
+    thousands of strings) past Keras' attribute tracking: `Layer.__setattr__` would copy a list
+    or dict into a tracked one and visit each element, a tenth of a second a vocabulary."""
+    for name, value in values.items():
+        object.__setattr__(layer, name, value)
+
+
 # --- optimizers: Keras' base optimizer --------------------------------------------------------
 
 

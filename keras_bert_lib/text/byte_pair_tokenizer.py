@@ -8,6 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_lib.file_checks import open_text
+from keras_bert_lib.keras_internals import set_untracked
 from keras_bert_lib.text.offsets import character_offsets
 from keras_bert_lib.text.pair_runs import pair_starts
 from keras_bert_lib.text.tf_text import import_tensorflow_text
@@ -133,7 +134,8 @@ class BytePairTokenizer(TokenRoles, keras.layers.Layer):
 
     def set_vocabulary(self, vocabulary, merges):
         """Sets the vocabulary and merges (paths, or a dict and a list) and builds the lookup tables."""
-        self.vocabulary, self.merges = read_byte_pair_files(vocabulary, merges)
+        vocabulary, merges = read_byte_pair_files(vocabulary, merges)
+        set_untracked(self, vocabulary=vocabulary, merges=merges)
         tokens = [""] * (max(self.vocabulary.values()) + 1)
         for token, i in self.vocabulary.items():
             tokens[i] = token

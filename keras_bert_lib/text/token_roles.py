@@ -3,7 +3,7 @@ which token plays each role: start, end, pad, mask, unk, and which tokens begin 
 
 import numpy as np
 
-from keras_bert_lib.keras_internals import takes_strings
+from keras_bert_lib.keras_internals import set_untracked, takes_strings
 
 ROLES = ("start", "end", "pad", "mask", "unk")
 
@@ -35,8 +35,8 @@ class TokenRoles:
         takes_strings(self)
 
     def _set_tokens(self, tokens):
-        self.tokens = list(tokens)
-        self._index = {t: i for i, t in enumerate(self.tokens)}
+        tokens = list(tokens)
+        set_untracked(self, tokens=tokens, _index={t: i for i, t in enumerate(tokens)})
 
     def _check_vocabulary(self):
         if self.tokens is None:

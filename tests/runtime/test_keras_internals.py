@@ -109,3 +109,14 @@ def test_the_instance_attributes_we_read_are_set_by_keras():
     import tensorflow as tf
 
     assert hasattr(tf.distribute.MirroredStrategy().extended, "_in_multi_worker_mode")
+
+
+def test_set_untracked_leaves_a_plain_list_where_keras_would_wrap_and_visit_it():
+    """A vocabulary set through `set_untracked` is the list itself; a layer's own assignment
+    copies it into Keras' tracked list (the cost it avoids)."""
+    from keras_bert_lib.keras_internals import set_untracked
+
+    layer, tokens = keras.layers.Layer(), ["[PAD]", "[UNK]"]
+    layer.tracked = tokens
+    set_untracked(layer, tokens=tokens)
+    assert layer.tokens is tokens and type(layer.tracked) is not list and layer.tracked == tokens

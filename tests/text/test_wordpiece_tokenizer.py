@@ -111,6 +111,23 @@ def test_lookups_and_detokenize(vocab_path):
         tokenizer.token_to_id("qwertyuiop")
 
 
+def test_one_vocabulary_builds_tensorflow_texts_model_once_a_process_and_each_keeps_its_word_limit(vocab_path):
+    """Tokenizers of one vocabulary share tensorflow-text's built tokenizer, one word limit each;
+    one made while tracing a graph builds its own, in that graph."""
+    first, second = WordPieceTokenizer(vocab_path), WordPieceTokenizer(vocab_path)
+    short = WordPieceTokenizer(vocab_path, max_bytes_per_word=5)
+    assert first._fast is second._fast and short._fast is not first._fast
+    assert _ours(first, ["beautiful"]) == [[3376]] and _ours(short, ["beautiful"]) == [[first.unk_id]]
+
+    @tf.function
+    def traced(texts):
+        inside = WordPieceTokenizer(vocab_path)
+        assert inside._fast is not first._fast
+        return inside(texts).flat_values
+
+    assert traced(tf.constant(["beautiful day"])).numpy().tolist() == [3376, 2154]
+
+
 def test_a_vocabulary_without_the_special_tokens_is_refused_with_each_named(tmp_path):
     path = tmp_path / "vocab.txt"
     path.write_text("[PAD]\n[UNK]\nhello\n")

@@ -26,9 +26,9 @@ def _has_tensorflow_text():
 
 @functools.lru_cache(maxsize=4)
 def _fast_bert(vocabulary, max_bytes_per_word):
-    """tensorflow-text's tokenizer of a vocabulary (a tuple), built once a process for each: a
-    model loaded, saved and loaded again, or a checkpoint and its preprocessor, share one.
-    Building it is half the time of making a WordPieceTokenizer."""
+    """tensorflow-text's tokenizer of a vocabulary (a tuple), built once a process for each word
+    limit: a model loaded, saved and loaded again, or a checkpoint and its preprocessor, share
+    one. Building it is most of the time of making a WordPieceTokenizer."""
     import tensorflow_text as tft
 
     return tft.FastBertTokenizer(list(vocabulary), token_out_type=tf.int32, unknown_token="[UNK]",

@@ -6,6 +6,7 @@ full one)."""
 
 import json
 import os
+import re
 import signal
 import socket
 import threading
@@ -250,12 +251,18 @@ def test_batching_serves_concurrent_clients_faster_and_sigterm_drains_the_reques
     bodies = [{"instances": [t]} for t in TEXTS + PAIRS]
     with running_server([f"embedder={folder / 'embedder'}", "--max-batch-size", "1"], str(folder)) as (alone, process):
         rounds = {"batched": [], "unbatched": []}
+        before = {name: _batch_rows(server) for name, server in (("batched", url), ("unbatched", alone))}
         for _ in range(3):
             for name, server in (("batched", url), ("unbatched", alone)):
                 result = run_load(f"{server}/v1/models/embedder:predict", bodies, concurrency=16, requests=160,
                                   time_limit=120)
                 assert result["requests"] == 160 and result["errors"] == 0, result
                 rounds[name].append(result)
+        # Rows a model call, from each server's Prometheus metrics over these rounds: batching batched.
+        per_call = {name: np.subtract(_batch_rows(server), before[name]) for name, server in
+                    (("batched", url), ("unbatched", alone))}
+        per_call = {name: rows / calls for name, (rows, calls) in per_call.items()}
+        assert per_call["unbatched"] == 1 and per_call["batched"] > 1.5, per_call
         # SIGTERM while a large request runs: it is answered, then the server exits.
         answers = []
         slow = threading.Thread(target=lambda: answers.append(call(alone, "POST", "/v1/models/embedder:predict",
@@ -276,14 +283,26 @@ def test_batching_serves_concurrent_clients_faster_and_sigterm_drains_the_reques
         assert "Traceback" not in log and "Stopped; the requests in flight were answered." in log, log[-3000:]
     median = {name: sorted(results, key=lambda r: r["requests_per_second"])[1] for name, results in rounds.items()}
     ratio = median["batched"]["requests_per_second"] / median["unbatched"]["requests_per_second"]
-    print(f"batched {median['batched']['requests_per_second']:.0f} req/s (p99 {median['batched']['p99_ms']:.0f} ms), "
+    print(f"batched {median['batched']['requests_per_second']:.0f} req/s (p99 {median['batched']['p99_ms']:.0f} ms, "
+          f"{per_call['batched']:.1f} rows a call), "
           f"unbatched {median['unbatched']['requests_per_second']:.0f} req/s (p99 "
           f"{median['unbatched']['p99_ms']:.0f} ms): {ratio:.2f}x")
     # How much batching gains on a tiny model depends on the CPU's per-call cost (from 1.05x to 1.64x in
-    # requests a second on the project's machines, beside the rest of the suite); what every machine shows
-    # is the tail: 16 clients queue behind one call at a time without it. bench/serve_load.py measures
-    # all-MiniLM-L6-v2 on a quiet machine.
-    assert ratio > 0.95 and median["batched"]["p99_ms"] < median["unbatched"]["p99_ms"], rounds
+    # requests a second on the project's machines, beside the rest of the suite). It wins in requests a
+    # second (by a tenth) or, where they come out near level, in the tail: 16 clients queue behind one
+    # call at a time without it. A round's p99 is its second-slowest answer of 160: too noisy alone to
+    # decide a round that batching won by a third. bench/serve_load.py measures all-MiniLM-L6-v2 on a
+    # quiet machine.
+    faster, shorter_tail = ratio > 1.1, median["batched"]["p99_ms"] < median["unbatched"]["p99_ms"]
+    assert ratio > 0.95 and (faster or shorter_tail), rounds
+
+
+def _batch_rows(url):
+    """(rows, model calls) the embedder has run so far: its `keras_bert_batch_rows` histogram's sum
+    and count."""
+    metrics = call(url, "GET", "/metrics")[1]
+    return [float(re.search(rf'^keras_bert_batch_rows_{what}{{model_name="embedder"}} (\S+)$', metrics, re.M).group(1))
+            for what in ("sum", "count")]
 
 
 SERVER_ROWS = [  # (what, method, path, body: a dict sent as JSON, bytes, or ("raw", bytes) for the socket)

@@ -241,7 +241,7 @@ class EntryPoints(ResolvesAutoJitCompile):
         runtime = self.predict_runtime()
         if runtime is not None:
             run = runtime.batch_function(self)
-            return run, self._bucket_multiple(), getattr(runtime, "streams", 1), 0
+            return run, self._bucket_multiple(runtime=runtime), getattr(runtime, "streams", 1), 0
         model = self.inference_model()
         return ((lambda batch: keras.Model.predict_on_batch(model, batch)), self._bucket_multiple(model),
                 inference_streams(model.jit_compile), 2)
@@ -253,14 +253,17 @@ class EntryPoints(ResolvesAutoJitCompile):
         """What `predict` by length runs batches on in place of Keras: the model's `runtime`, or None."""
         return self.runtime
 
-    def _bucket_multiple(self, model=None):
-        """What `predict` and `evaluate` round each batch's width up to when `model` runs it: the
-        preprocessor's `pad_to_multiple_of` (8 by default) where it runs as XLA programs, one
-        compiled per width (GPUs, TPUs, JAX), or on a `runtime`; 1, the batch's longest row, where
-        it runs in TensorFlow's graph (Keras' choice on a CPU), which traces once for every width."""
+    def _bucket_multiple(self, model=None, runtime=None):
+        """What `predict` and `evaluate` round each batch's width up to when `model` or `runtime`
+        runs it: the preprocessor's `pad_to_multiple_of` (8 by default) where it runs as XLA
+        programs, one compiled per width (GPUs, TPUs, JAX); 1, the batch's longest row, where it
+        runs in TensorFlow's graph (Keras' choice on a CPU), which traces once for every width; on
+        a runtime, its `width_multiple` (OpenVINO's: 1, one program for every width), else the
+        preprocessor's."""
         if model is not None and not model.jit_compile:
             return 1
-        return getattr(getattr(self, "preprocessor", None), "pad_to_multiple_of", None) or 8
+        return (getattr(runtime, "width_multiple", None)
+                or getattr(getattr(self, "preprocessor", None), "pad_to_multiple_of", None) or 8)
 
 
 def id_rows(ids):

@@ -102,7 +102,9 @@ class OpenVINORuntime:
     """Runs a task model's `predict` on OpenVINO instead of TensorFlow: set it as the model's
     `runtime`. `predict` keeps its contract (by length, the caller's order, the same outputs);
     each batch runs through one OpenVINO program that takes every width, compiled once from the
-    model's weights and again when they change (`fit`, an assignment).
+    model's weights and again when they change (`fit`, an assignment). So each batch is as wide as
+    its longest row (`width_multiple` 1): columns of padding would cost compute and save no
+    program.
 
     OpenVINO computes in bfloat16 on CPUs with AVX512-BF16 or AMX and in float32 elsewhere, or in
     what `inference_precision` asks (`precision` says which after the first call).
@@ -131,6 +133,8 @@ class OpenVINORuntime:
         assert embedder.runtime.precision == "float32"
         ```
     """
+
+    width_multiple = 1  # what `predict` rounds a batch's width up to on this runtime
 
     def __init__(self, threads=None, inference_precision=None):
         if inference_precision not in PRECISION_HINTS:

@@ -31,11 +31,10 @@ class ServedKerasModel(ServedModel):
     A formed batch is padded as the preprocessor pads a call (per-token outputs are then as wide
     as the SavedModel's) and runs as `predict` runs it (`fixed_predictor`: the path resolved
     once at load, as a served model's weights do not change): sorted by length, in parts of
-    `chunk_size` texts each cut to its longest (on a runtime rounded up to a multiple of 8, so
-    that its programs see a few widths), as many parts at once as the runtime runs (OpenVINO's
-    streams), so that a batch of more than `chunk_size` texts uses more than one core. int8
-    calibrates on `calibration` (texts) where given, and is dynamic otherwise
-    (`runtime.openvino.Int8Runtime`).
+    `chunk_size` texts each cut to its longest (OpenVINO's one program takes every width), as
+    many parts at once as the runtime runs (OpenVINO's streams), so that a batch of more than
+    `chunk_size` texts uses more than one core. int8 calibrates on `calibration` (texts) where
+    given, and is dynamic otherwise (`runtime.openvino.Int8Runtime`).
 
     Args:
         name: str. The model's name in the URLs.

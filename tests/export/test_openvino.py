@@ -112,14 +112,24 @@ TEXTS = ["a good film", "the plot was very very long and the film was long and b
 
 
 @pytest.mark.slow
-def test_predict_on_openvino_gives_tensorflows_results_in_the_callers_order():
+def test_predict_on_openvino_gives_tensorflows_results_in_the_callers_order_each_batch_as_wide_as_its_longest():
+    class Seen(OpenVINORuntime):
+        masks = []
+
+        def batch_function(self, model):
+            run = super().batch_function(model)
+            return lambda ids: (self.masks.append(ids["padding_mask"]), run(ids))[1]
+
     embedder = _embedder()
     embedder.inference_dtype = None
     want = embedder.predict(TEXTS, batch_size=4, verbose=0)
-    embedder.runtime = OpenVINORuntime()
+    embedder.runtime = Seen()
     got = embedder.predict(TEXTS, batch_size=4, verbose=0)
     assert embedder.runtime.precision in ("float32", "bfloat16")
     _close(got, want, embedder.runtime.precision)
+    # one program takes every width: no batch carries a column of padding alone
+    assert len(Seen.masks) == 9 and all(mask[:, -1].any() for mask in Seen.masks)
+    assert any(mask.shape[1] % 8 for mask in Seen.masks)
     assert embedder.predict([], verbose=0).shape == (0, SMALL["hidden_size"])
 
 

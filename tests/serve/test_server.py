@@ -6,7 +6,6 @@ full one)."""
 
 import json
 import os
-import re
 import signal
 import socket
 import threading
@@ -259,9 +258,8 @@ def test_batching_serves_concurrent_clients_faster_and_sigterm_drains_the_reques
                 assert result["requests"] == 160 and result["errors"] == 0, result
                 rounds[name].append(result)
         # Rows a model call, from each server's Prometheus metrics over these rounds: batching batched.
-        per_call = {name: np.subtract(_batch_rows(server), before[name]) for name, server in
-                    (("batched", url), ("unbatched", alone))}
-        per_call = {name: rows / calls for name, (rows, calls) in per_call.items()}
+        per_call = {name: np.divide(*(_batch_rows(server) - before[name]))
+                    for name, server in (("batched", url), ("unbatched", alone))}
         assert per_call["unbatched"] == 1 and per_call["batched"] > 1.5, per_call
         # SIGTERM while a large request runs: it is answered, then the server exits.
         answers = []
@@ -298,11 +296,13 @@ def test_batching_serves_concurrent_clients_faster_and_sigterm_drains_the_reques
 
 
 def _batch_rows(url):
-    """(rows, model calls) the embedder has run so far: its `keras_bert_batch_rows` histogram's sum
-    and count."""
-    metrics = call(url, "GET", "/metrics")[1]
-    return [float(re.search(rf'^keras_bert_batch_rows_{what}{{model_name="embedder"}} (\S+)$', metrics, re.M).group(1))
-            for what in ("sum", "count")]
+    """[rows, model calls] the embedder has run so far: its `keras_bert_batch_rows` histogram's sum
+    and count, read by prometheus_client's own parser."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    samples = {sample.name: sample.value for family in text_string_to_metric_families(call(url, "GET", "/metrics")[1])
+               for sample in family.samples if sample.labels.get("model_name") == "embedder"}
+    return np.array([samples["keras_bert_batch_rows_sum"], samples["keras_bert_batch_rows_count"]])
 
 
 SERVER_ROWS = [  # (what, method, path, body: a dict sent as JSON, bytes, or ("raw", bytes) for the socket)

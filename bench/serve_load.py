@@ -20,6 +20,11 @@ limit. Bulk: `predict` on the texts those requests send, in a process of its own
 (TensorFlow, bfloat16 where it pays), on `OpenVINORuntime()`, and int8 (median of 3 calls after
 a warm-up). Run on a quiet machine; the CPU model is printed
 with the figures.
+
+CPU a text: the server process's user and system time (all its threads, from /proc) over the
+texts it answered, and the load generator's own (`client_cpu_ms_per_text`), against bulk
+`predict`'s process time a text. Clients and server share the cores here, so their sum a text
+bounds texts/s: cores × 1000 / (server + clients) ms.
 """
 
 import argparse
@@ -52,12 +57,13 @@ if dtype == "int8":
 elif dtype == "openvino":
     model.runtime = OpenVINORuntime()
 model.predict(texts[:64], verbose=0)
-times = []
+times, cpu = [], []
 for _ in range(3):
-    start = time.perf_counter()
+    start, used = time.perf_counter(), time.process_time()
     model.predict(texts, batch_size=32, verbose=0)
     times.append(time.perf_counter() - start)
-print(len(texts) / float(np.median(times)))
+    cpu.append(time.process_time() - used)
+print(len(texts) / float(np.median(times)), 1000 * float(np.median(cpu)) / len(texts))
 """
 
 SENTENCE_TRANSFORMERS_APP = """
@@ -116,22 +122,36 @@ class FastApiServer:
         self.log.close()
 
 
-def measure(url, bodies, args, texts_per_request):
+def cpu_seconds(pid):
+    """User and system CPU seconds of a process so far, all its threads (Linux's /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(url, pid, bodies, args, texts_per_request):
+    """Each concurrency's figures, with the CPU the server (process `pid`) and the clients spent
+    a text: on a machine they share, what bounds texts/s is their sum."""
     run_load(f"{url}/v1/models/embedder:predict", bodies[:20], concurrency=4, requests=20, time_limit=120)
     rows = {}
     for concurrency in args.concurrency:
+        used = cpu_seconds(pid)
         result = run_load(f"{url}/v1/models/embedder:predict", bodies, concurrency=concurrency,
                           requests=args.requests, time_limit=args.time_limit, texts_per_request=texts_per_request)
+        server_cpu = 1000 * (cpu_seconds(pid) - used) / (result["requests"] * texts_per_request)
         rows[concurrency] = {k: result[k] for k in ("requests", "errors", "requests_per_second", "texts_per_second",
                                                     "p50_ms", "p95_ms", "p99_ms")}
+        rows[concurrency] |= {"server_cpu_ms_per_text": server_cpu,
+                              "client_cpu_ms_per_text": result["client_cpu_ms_per_request"] / texts_per_request}
         print(f"  {concurrency:>3} clients: {result['requests_per_second']:7.1f} req/s "
               f"{result['texts_per_second']:7.1f} texts/s  p50 {result['p50_ms']:6.1f}  p95 {result['p95_ms']:6.1f}  "
-              f"p99 {result['p99_ms']:6.1f} ms  errors {result['errors']}", flush=True)
+              f"p99 {result['p99_ms']:6.1f} ms  errors {result['errors']}  CPU a text: server {server_cpu:.2f} ms, "
+              f"clients {rows[concurrency]['client_cpu_ms_per_text']:.2f} ms", flush=True)
     return rows
 
 
 def bulk(folder, texts, dtype, calibration):
-    """Texts/s of `predict` on `texts` in a process of its own."""
+    """(texts/s, CPU ms a text) of `predict` on `texts` in a process of its own."""
     import json
 
     with open(os.path.join(folder, "texts.json"), "w", encoding="utf-8") as f:
@@ -139,7 +159,8 @@ def bulk(folder, texts, dtype, calibration):
     done = subprocess.run([sys.executable, "-c", BULK, os.path.join(folder, "run", "model.keras"), f.name, dtype,
                            calibration + ".json"], check=True, capture_output=True, text=True,
                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-    return float(done.stdout.strip().splitlines()[-1])
+    speed, cpu = done.stdout.strip().splitlines()[-1].split()
+    return float(speed), float(cpu)
 
 
 def main():
@@ -189,19 +210,22 @@ def main():
         settings.append(("keras-bert serve, SavedModel unbatched", [f"embedder={path}", "--max-batch-size", "1"]))
     for name, flags in settings:
         print(f"{name} ({' '.join(flags[1:])}):", flush=True)
-        with running_server(flags, folder) as (url, _):
-            results[name] = measure(url, bodies, args, n)
+        with running_server(flags, folder) as (url, process):
+            results[name] = measure(url, process.pid, bodies, args, n)
     if "st" not in args.skip:
         print("sentence-transformers behind FastAPI:", flush=True)
-        with FastApiServer(folder) as (url, _):
-            results["sentence-transformers + FastAPI"] = measure(url, bodies, args, n)
+        with FastApiServer(folder) as (url, process):
+            results["sentence-transformers + FastAPI"] = measure(url, process.pid, bodies, args, n)
     rows = [{"server": name, "clients": clients, **figures} for name, by_clients in results.items()
             for clients, figures in by_clients.items()]
     for dtype in ("auto", "openvino", "int8") if "int8" not in args.skip else ("auto", "openvino"):
-        speed = bulk(folder, sent, dtype, calibration)
-        rows.append({"server": f"bulk predict ({dtype})", "clients": None, "texts_per_second": speed})
-        print(f"bulk predict ({dtype}) on the {len(sent)} texts sent: {speed:.1f} texts/s", flush=True)
+        speed, cpu = bulk(folder, sent, dtype, calibration)
+        rows.append({"server": f"bulk predict ({dtype})", "clients": None, "texts_per_second": speed,
+                     "server_cpu_ms_per_text": cpu})
+        print(f"bulk predict ({dtype}) on the {len(sent)} texts sent: {speed:.1f} texts/s, {cpu:.2f} CPU ms a text",
+              flush=True)
     bulk_speed = {r["server"]: r["texts_per_second"] for r in rows if r["clients"] is None}
+    bulk_cpu = {r["server"]: r["server_cpu_ms_per_text"] for r in rows if r["clients"] is None}
     for clients in args.concurrency:
         for name, reference in (("keras-bert serve, run folder", "bulk predict (auto)"),
                                 ("keras-bert serve, run folder", "bulk predict (openvino)"),
@@ -209,7 +233,8 @@ def main():
                                 ("keras-bert serve, run folder int8", "bulk predict (int8)")):
             if name in results and reference in bulk_speed:
                 ratio = results[name][clients]["texts_per_second"] / bulk_speed[reference]
-                print(f"{clients:>3} clients: {name} / {reference}: {ratio:.2f}x texts/s")
+                cost = results[name][clients]["server_cpu_ms_per_text"] / bulk_cpu[reference]
+                print(f"{clients:>3} clients: {name} / {reference}: {ratio:.2f}x texts/s, {cost:.2f}x CPU a text")
         if "sentence-transformers + FastAPI" in results:
             theirs = results["sentence-transformers + FastAPI"][clients]["texts_per_second"]
             for name in results:

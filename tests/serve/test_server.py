@@ -6,6 +6,7 @@ full one)."""
 
 import json
 import os
+import resource
 import signal
 import socket
 import threading
@@ -253,9 +254,14 @@ def test_batching_serves_concurrent_clients_faster_and_sigterm_drains_the_reques
         before = {name: _batch_rows(server) for name, server in (("batched", url), ("unbatched", alone))}
         for _ in range(3):
             for name, server in (("batched", url), ("unbatched", alone)):
+                used = resource.getrusage(resource.RUSAGE_SELF)
                 result = run_load(f"{server}/v1/models/embedder:predict", bodies, concurrency=16, requests=160,
                                   time_limit=120)
+                after = resource.getrusage(resource.RUSAGE_SELF)
                 assert result["requests"] == 160 and result["errors"] == 0, result
+                # the clients' CPU a request, as the kernel counts this process's
+                cpu = (after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime) * 1000 / 160
+                assert result["client_cpu_ms_per_request"] == pytest.approx(cpu, rel=0.1, abs=0.05), (result, cpu)
                 rounds[name].append(result)
         # Rows a model call, from each server's Prometheus metrics over these rounds: batching batched.
         per_call = {name: np.divide(*(_batch_rows(server) - before[name]))

@@ -21,7 +21,7 @@ limit. Bulk: `predict` on the texts those requests send, in a process of its own
 a warm-up). Run on a quiet machine; the CPU model is printed
 with the figures.
 
-CPU a text: the server process's user and system time (all its threads, from /proc) over the
+CPU a text: the server process's user and system time (all its threads, psutil's) over the
 texts it answered, and the load generator's own (`client_cpu_ms_per_text`), against bulk
 `predict`'s process time a text. Clients and server share the cores here, so their sum a text
 bounds texts/s: cores × 1000 / (server + clients) ms.
@@ -122,23 +122,18 @@ class FastApiServer:
         self.log.close()
 
 
-def cpu_seconds(pid):
-    """User and system CPU seconds of a process so far, all its threads (Linux's /proc)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def measure(url, pid, bodies, args, texts_per_request):
     """Each concurrency's figures, with the CPU the server (process `pid`) and the clients spent
     a text: on a machine they share, what bounds texts/s is their sum."""
     run_load(f"{url}/v1/models/embedder:predict", bodies[:20], concurrency=4, requests=20, time_limit=120)
-    rows = {}
+    import psutil
+
+    server, rows = psutil.Process(pid), {}
     for concurrency in args.concurrency:
-        used = cpu_seconds(pid)
+        used = sum(server.cpu_times()[:2])  # user and system, all its threads
         result = run_load(f"{url}/v1/models/embedder:predict", bodies, concurrency=concurrency,
                           requests=args.requests, time_limit=args.time_limit, texts_per_request=texts_per_request)
-        server_cpu = 1000 * (cpu_seconds(pid) - used) / (result["requests"] * texts_per_request)
+        server_cpu = 1000 * (sum(server.cpu_times()[:2]) - used) / (result["requests"] * texts_per_request)
         rows[concurrency] = {k: result[k] for k in ("requests", "errors", "requests_per_second", "texts_per_second",
                                                     "p50_ms", "p95_ms", "p99_ms")}
         rows[concurrency] |= {"server_cpu_ms_per_text": server_cpu,

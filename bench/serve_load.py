@@ -125,9 +125,9 @@ class FastApiServer:
 def measure(url, pid, bodies, args, texts_per_request):
     """Each concurrency's figures, with the CPU the server (process `pid`) and the clients spent
     a text: on a machine they share, what bounds texts/s is their sum."""
-    run_load(f"{url}/v1/models/embedder:predict", bodies[:20], concurrency=4, requests=20, time_limit=120)
     import psutil
 
+    run_load(f"{url}/v1/models/embedder:predict", bodies[:20], concurrency=4, requests=20, time_limit=120)
     server, rows = psutil.Process(pid), {}
     for concurrency in args.concurrency:
         used = sum(server.cpu_times()[:2])  # user and system, all its threads

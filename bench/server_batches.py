@@ -33,7 +33,7 @@ import time
 
 import numpy as np
 
-from bench.common import cpu_model, snippets, write_results
+from bench.common import cpu_model, interleaved_medians, snippets, write_results
 
 CHUNK = 4  # ServedKerasModel's chunk_size: texts a model call within a served batch
 BULK = 32  # predict's batch_size
@@ -97,19 +97,22 @@ def measure(run, streams, calls, rounds):
     for batches in calls.values():  # every shape once: OpenVINO's kernels for it are made
         for batch in batches[:4]:
             run(batch)
-    wall, cpu = {name: [] for name in calls}, {name: [] for name in calls}
-    for _ in range(rounds):
-        for name, batches in calls.items():
-            start, used = time.perf_counter(), time.process_time()
-            for _ in in_flight(run, batches, streams, alone=0):
+    cpu = {name: [] for name in calls}
+
+    def all_calls(name):
+        def go():
+            used = time.process_time()
+            for _ in in_flight(run, calls[name], streams, alone=0):
                 pass
-            wall[name].append(time.perf_counter() - start)
             cpu[name].append(time.process_time() - used)
-    return {name: (statistics.median(wall[name]), statistics.median(cpu[name])) for name in calls}
+        return go
+
+    wall = interleaved_medians({name: all_calls(name) for name in calls}, rounds)
+    return {name: (wall[name], statistics.median(cpu[name])) for name in calls}
 
 
 WHAT = {"bulk": f"sorted by length, {BULK} a call", "served": f"groups of the clients' texts, sorted, {CHUNK} a call",
-        "packed": "each group's tokens in one row of at most 512 (attention across texts)"}
+        "packed": "each group's tokens in rows of at most the position table's length (attention across texts)"}
 
 
 def main():
@@ -121,6 +124,8 @@ def main():
     parser.add_argument("--dtypes", nargs="+", default=["int8", "auto"], choices=["int8", "auto"],
                         help="what the served model computes in, as keras-bert serve --dtype (default: int8 auto)")
     args = parser.parse_args()
+    if args.texts < 1 or args.rounds < 1 or not all(1 <= c <= args.texts for c in args.clients):
+        parser.error("--texts and --rounds take 1 or more, and --clients from 1 to --texts")
     print(cpu_model())
     train, held = snippets(300)
     texts, calibration = [r["text"] for r in held[:args.texts]], [r["text"] for r in train]
@@ -130,11 +135,7 @@ def main():
         ids = {k: np.asarray(v) for k, v in model.preprocessor.with_truncation(texts)[0].items()}
         for clients in args.clients:
             calls = variants(ids, clients, model.encoder.config.max_position_embeddings)
-            if clients == args.clients[0]:
-                timed = measure(run, streams, calls, args.rounds)
-            else:  # bulk's is the same calls whatever the clients
-                timed = {"bulk": timed["bulk"], **measure(run, streams, {k: calls[k] for k in ("served", "packed")},
-                                                          args.rounds)}
+            timed = measure(run, streams, calls, args.rounds)
             bulk = len(texts) / timed["bulk"][0]
             for name, (seconds, cpu) in timed.items():
                 label = dtype if dtype == "int8" else f"auto: {model.runtime.precision}"

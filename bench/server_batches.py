@@ -116,7 +116,7 @@ WHAT = {"bulk": f"sorted by length, {BULK} a call", "served": f"groups of the cl
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--clients", type=int, nargs="+", default=[16],
                         help="clients with one text each: the texts a served batch holds (default: 16)")
     parser.add_argument("--texts", type=int, default=960, help="held-out snippets to run (default: 960)")

@@ -32,10 +32,11 @@ KERAS_ONLY = ("layers", "heads", "models", "modernbert", "deberta", "pretraining
 # Functions that are TensorFlow-only branches of backend-neutral code, importing it when they run:
 # checking a tf.data.Dataset a user passes to fit, inside that dataset's own pipeline (a
 # tf.data.Dataset means TensorFlow is there), the dense product written in the form oneDNN fuses,
-# the compiled weights fingerprint, and a held-out pass's forward and update functions (all called
-# on the TensorFlow backend only), the runtime's questions to TensorFlow about the machine, and the
-# TensorFlow trainer's and optimizer's internals (keras_internals: TensorFlow's code paths only),
-# and the trace OpenVINO's TensorFlow front end converts (the openvino runtimes need TensorFlow).
+# the compiled weights fingerprint, a held-out pass's forward and update functions and predict's
+# forward pass traced once (all called on the TensorFlow backend only), the runtime's questions to
+# TensorFlow about the machine, and the TensorFlow trainer's and optimizer's internals
+# (keras_internals: TensorFlow's code paths only), and the trace OpenVINO's TensorFlow front end
+# converts (the openvino runtimes need TensorFlow).
 TF_DATASET_CHECK = {("keras_bert_lib.runtime.input_checks", "checked_dataset"),
                     ("keras_bert_lib.runtime.openvino", "traced"),
                     ("keras_bert_lib.layers.bias_activation_dense", "call"),
@@ -52,7 +53,8 @@ TF_DATASET_CHECK = {("keras_bert_lib.runtime.input_checks", "checked_dataset"),
                     ("keras_bert_lib.keras_internals", "_apply_weight_decay"),
                     ("keras_bert_lib.keras_internals", "onednn_enabled"),
                     ("keras_bert_lib.runtime.compile_path", "accelerator_has_bfloat16"),
-                    ("keras_bert_lib.runtime.compile_path", "compiled_call")}
+                    ("keras_bert_lib.runtime.compile_path", "compiled_call"),
+                    ("keras_bert_lib.runtime.compile_path", "_traced_once")}
 
 
 def _module_name(path):

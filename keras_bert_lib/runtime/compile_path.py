@@ -8,11 +8,13 @@ and AMX where the CPU has them. So the default path depends on the dtype and the
 
 import platform
 import sys
+import threading
 import warnings
 
 import keras
+import numpy as np
 
-from keras_bert_lib.keras_internals import onednn_enabled
+from keras_bert_lib.keras_internals import onednn_enabled, runs_under_strategy
 
 BFLOAT16_FLAGS = (("amx_bf16", "AMX"), ("avx512_bf16", "AVX512-BF16"))
 
@@ -375,4 +377,62 @@ def compiled_call(model):
         with torch.no_grad():
             return model(ids, training=False)
 
+    return call
+
+
+def graph_call(model):
+    """`model` on one batch of ids, as `predict` runs it, with its outputs as NumPy arrays, and how
+    many first calls must run alone (not beside another thread's).
+
+    In TensorFlow's graph (Keras' choice on a CPU where widths vary) it is one TensorFlow function
+    traced once, at its first batch, for any batch size and width: Keras' `predict_on_batch`
+    traces at the first batch's shape and again, at the next shape, for any shape: two traces
+    where one does, and a trace of a model costs more than running it on a batch. The function is
+    kept on the model, so a later `predict` reuses its trace; it is safe to call from several
+    threads. Elsewhere (XLA, eager, JAX or PyTorch, a `tf.distribute` strategy) it is Keras'
+    `predict_on_batch`, two calls alone.
+
+    Example:
+        ```python
+        import numpy as np
+        from keras_bert_lib import bert_tiny
+        from keras_bert_lib.runtime.compile_path import graph_call
+        encoder = bert_tiny(num_hidden_layers=1)
+        encoder.jit_compile = False
+        call, alone = graph_call(encoder)
+        for width in (5, 9, 3):
+            ids = {"token_ids": np.ones((2, width), "int32"), "segment_ids": np.zeros((2, width), "int32"),
+                   "padding_mask": np.ones((2, width), "int32")}
+            assert call(ids)["sequence_output"].shape == (2, width, 128)
+        assert (alone, call.function.experimental_get_tracing_count()) == (1, 1)
+        ```
+    """
+    if keras.backend.backend() != "tensorflow" or model.run_eagerly or model.jit_compile or runs_under_strategy(model):
+        return (lambda batch: keras.Model.predict_on_batch(model, batch)), 2
+    call = getattr(model, "_graph_call", None)
+    if call is None:
+        call = _traced_once(model)
+        object.__setattr__(model, "_graph_call", call)  # not tracked, and not saved with the model
+    return call, 1
+
+
+def _traced_once(model):
+    """`graph_call`'s function: traced at the first batch's dtypes with every dimension unknown."""
+    import tensorflow as tf
+
+    function = tf.function(lambda ids: model(ids, training=False))
+    traced, lock = set(), threading.Lock()
+
+    def call(ids):
+        ids = {name: np.asarray(value) for name, value in ids.items()}
+        signature = tuple((name, value.dtype.str, value.ndim) for name, value in sorted(ids.items()))
+        if signature not in traced:
+            with lock:  # one trace at any shape: every later batch dispatches to it
+                if signature not in traced:
+                    function.get_concrete_function(
+                        {name: tf.TensorSpec((None,) * value.ndim, value.dtype) for name, value in ids.items()})
+                    traced.add(signature)
+        return keras.tree.map_structure(lambda t: t.numpy(), function(ids))
+
+    call.function = function
     return call

@@ -8,7 +8,7 @@ import keras
 import numpy as np
 
 from keras_bert_lib.keras_internals import ResolvesAutoJitCompile, fit_held_out_batches, is_fit_held_out_pass
-from keras_bert_lib.runtime.compile_path import choose_jit_compile, inference_streams
+from keras_bert_lib.runtime.compile_path import choose_jit_compile, graph_call, inference_streams
 from keras_bert_lib.runtime.evaluate_in_flight import evaluating_in_flight
 from keras_bert_lib.runtime.input_checks import check_inputs, checked_dataset, concrete, is_tf_dataset
 from keras_bert_lib.runtime.length_buckets import LengthBatches, predict_by_length
@@ -236,15 +236,15 @@ class EntryPoints(ResolvesAutoJitCompile):
 
     def _batch_path(self):
         """(a function of one batch, its widths' multiple, batches at once, the first batches that
-        run alone) on the runtime (compiled here: none alone) or Keras' `predict_on_batch` of
-        `inference_model()` (two alone: its traces, `predict_by_length`)."""
+        run alone) on the runtime (compiled here: none alone) or on `inference_model()`
+        (`compile_path.graph_call`: one trace for every width in TensorFlow's graph)."""
         runtime = self.predict_runtime()
         if runtime is not None:
             run = runtime.batch_function(self)
             return run, self._bucket_multiple(runtime=runtime), getattr(runtime, "streams", 1), 0
         model = self.inference_model()
-        return ((lambda batch: keras.Model.predict_on_batch(model, batch)), self._bucket_multiple(model),
-                inference_streams(model.jit_compile), 2)
+        run, alone = graph_call(model)
+        return run, self._bucket_multiple(model), inference_streams(model.jit_compile), alone
 
     def _per_token(self):
         return [len(o.shape) >= 2 and o.shape[1] is None for o in keras.tree.flatten(self.output)]

@@ -65,8 +65,9 @@ def predict_by_length(predict_batch, ids, batch_size, multiple, per_token, fill=
     `streams` batches run at once, each on its own thread: `predict_batch` must then be safe to
     call from several threads, as a TensorFlow function is. Each batch's outputs are the same as
     with one stream. The first `alone` batches (`length_batches`' order: the remainder, then the
-    longest) run one after the other, so that a TensorFlow function does its two traces before
-    any other batch runs beside them; 0 where nothing traces (a runtime compiled before the call).
+    longest) run one after the other, so that a TensorFlow function traces (once, or twice for
+    Keras' `predict_on_batch`) before any other batch runs beside them; 0 where nothing traces (a
+    runtime compiled before the call).
 
     Example:
         ```python

@@ -389,8 +389,8 @@ def graph_call(model):
     traces at the first batch's shape and again, at the next shape, for any shape: two traces
     where one does, and a trace of a model costs more than running it on a batch. The function is
     kept on the model, so a later `predict` reuses its trace; it is safe to call from several
-    threads. Elsewhere (XLA, eager, JAX or PyTorch, a `tf.distribute` strategy) it is Keras'
-    `predict_on_batch`, two calls alone.
+    threads. Elsewhere (XLA, eager, JAX or PyTorch, a `tf.distribute` strategy, a model class
+    with its own `predict_step`) it is Keras' `predict_on_batch`, two calls alone.
 
     Example:
         ```python
@@ -407,7 +407,8 @@ def graph_call(model):
         assert (alone, call.function.experimental_get_tracing_count()) == (1, 1)
         ```
     """
-    if keras.backend.backend() != "tensorflow" or model.run_eagerly or model.jit_compile or runs_under_strategy(model):
+    if (keras.backend.backend() != "tensorflow" or model.run_eagerly or model.jit_compile or runs_under_strategy(model)
+            or type(model).predict_step is not keras.Model.predict_step):  # a subclass's own predict step: Keras'
         return (lambda batch: keras.Model.predict_on_batch(model, batch)), 2
     call = getattr(model, "_graph_call", None)
     if call is None:

@@ -13,7 +13,8 @@ import pytest
 
 from keras_bert_lib import CrossEncoder, SentenceEmbedder, TextClassifier, TokenClassifier, bert_tiny
 from keras_bert_lib.data import movie_reviews
-from keras_bert_lib.runtime.compile_path import inference_streams
+from keras_bert_lib.runtime import entry_points
+from keras_bert_lib.runtime.compile_path import graph_call, inference_streams
 from keras_bert_lib.runtime.length_buckets import bucket_width, in_flight, length_batches, predict_by_length
 from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer
 
@@ -123,19 +124,21 @@ def test_forty_lengths_compile_at_most_once_per_bucket(jit_compile):
         embedder.predict(texts, batch_size=4, verbose=0)
     multiple = embedder._bucket_multiple(embedder)
     buckets = {width for _, width in length_batches(_preprocessor()(texts)["padding_mask"].numpy(), 4, multiple)}
-    traces = embedder.predict_function.experimental_get_tracing_count()
     if jit_compile:
+        traces = embedder.predict_function.experimental_get_tracing_count()  # Keras' own
         assert multiple == 8 and 8 <= len(buckets) <= 16  # widths among 8, 16, ..., 128
         assert traces <= len(buckets)
     else:
         assert multiple == 1 and len(buckets) == 10  # ten batches of 4, each as wide as its longest text
-        assert traces <= 2  # the first width, then one trace for every width (tf.function's reduce_retracing)
+        call, alone = graph_call(embedder)
+        assert call.function.experimental_get_tracing_count() == 1 and alone == 1  # one trace for every width
+        assert embedder.predict_function is None  # Keras' own predict function never made
         other = SentenceEmbedder(embedder.encoder, preprocessor=_preprocessor())
         other.inference_dtype = None
         other.compile(jit_compile=False)
         for x in (texts + texts[:2], texts, texts[:9]):  # a batch of 2 (the first) among batches of 4; then others
             other.predict(x, batch_size=4, verbose=0)
-        assert other.predict_function.experimental_get_tracing_count() == 2  # after the first, free in both axes
+        assert graph_call(other)[0].function.experimental_get_tracing_count() == 1  # free in both axes
 
 
 @pytest.mark.slow
@@ -193,13 +196,18 @@ def test_predict_runs_two_batches_at_once_on_a_cpu_with_the_same_outputs(monkeyp
     embedder = SentenceEmbedder(bert_tiny(vocab_size=30522, num_hidden_layers=2), preprocessor=_preprocessor())
     embedder.inference_dtype = None
     assert inference_streams(embedder.jit_compile) == (2 if keras.backend.backend() == "tensorflow" else 1)
-    threads, call = set(), keras.Model.predict_on_batch
+    threads, path = set(), entry_points.graph_call
 
-    def recording(model, batch):
-        threads.add(threading.current_thread().name)
-        return call(model, batch)
+    def recording(model):
+        call, alone = path(model)
 
-    monkeypatch.setattr(keras.Model, "predict_on_batch", recording)
+        def run(batch):
+            threads.add(threading.current_thread().name)
+            return call(batch)
+
+        return run, alone
+
+    monkeypatch.setattr(entry_points, "graph_call", recording)
     # 90 texts: a batch of 2, then 11 of 8; the first two batches of one width (3 tokens)
     texts = ["short", "a film", "a much longer sentence about a film that goes on"] * 30
     with caplog.at_level(logging.WARNING, logger="tensorflow"):
@@ -207,7 +215,7 @@ def test_predict_runs_two_batches_at_once_on_a_cpu_with_the_same_outputs(monkeyp
     # No trace while two batches run (TensorFlow would count the other call as a retrace and warn)
     assert not [r for r in caplog.records if "retracing" in r.getMessage()]
     if keras.backend.backend() == "tensorflow":
-        assert embedder.predict_function.experimental_get_tracing_count() == 2
+        assert graph_call(embedder)[0].function.experimental_get_tracing_count() == 1
     monkeypatch.setattr("keras_bert_lib.runtime.entry_points.inference_streams", lambda *a, **k: 1)
     one_at_a_time = embedder.predict(texts, batch_size=8, verbose=0)
     np.testing.assert_array_equal(got, one_at_a_time)

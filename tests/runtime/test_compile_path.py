@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
 
@@ -172,6 +173,34 @@ def test_compiled_call_is_the_model_once_per_shape_and_sees_new_weights():
     kernel.assign(kernel * 0.5)
     assert call.experimental_get_tracing_count() == 2
     assert not np.allclose(call(ids(8))["pooled_output"].numpy(), before)
+
+
+def test_graph_call_equals_keras_predict_at_every_width_in_one_trace_and_keeps_a_subclasss_predict_step():
+    from keras_bert_lib import SentenceEmbedder
+    from keras_bert_lib.runtime.compile_path import graph_call
+
+    embedder = SentenceEmbedder(bert_tiny(num_hidden_layers=1))
+    embedder.inference_dtype = None
+    embedder.compile(jit_compile=False)
+    call, alone = graph_call(embedder)
+    for rows, width in ((3, 5), (2, 9), (4, 2)):
+        mask = (np.arange(width) < np.arange(1, rows + 1)[:, None]).astype("int32")
+        ids = {"token_ids": (np.arange(rows * width).reshape(rows, width) % 50 + 5) * mask,
+               "segment_ids": np.zeros((rows, width), "int32"), "padding_mask": mask}
+        np.testing.assert_allclose(call(ids), keras.Model.predict_on_batch(embedder, ids), atol=1e-6)
+    assert alone == 1 and call.function.experimental_get_tracing_count() == 1
+    assert graph_call(embedder)[0] is call  # kept on the model: a later predict reuses the trace
+
+    class OwnStep(SentenceEmbedder):
+        def predict_step(self, data):
+            return super().predict_step(data) * 2.0
+
+    doubled = OwnStep(embedder.encoder)
+    doubled.inference_dtype = None
+    doubled.compile(jit_compile=False)
+    run, alone = graph_call(doubled)
+    assert alone == 2  # Keras' predict_on_batch, and so the subclass's step
+    np.testing.assert_allclose(run(ids), 2.0 * call(ids), atol=1e-6)
 
 
 def test_predict_runs_two_batches_at_once_only_in_tensorflows_graph_on_a_cpu():

@@ -32,7 +32,7 @@ KERAS_ONLY = ("layers", "heads", "models", "modernbert", "deberta", "pretraining
 # Functions that are TensorFlow-only branches of backend-neutral code, importing it when they run:
 # checking a tf.data.Dataset a user passes to fit, inside that dataset's own pipeline (a
 # tf.data.Dataset means TensorFlow is there), the dense product written in the form oneDNN fuses,
-# the compiled weights fingerprint, a held-out pass's forward and update functions and predict's
+# the traced weights fingerprint, a held-out pass's forward and update functions and predict's
 # forward pass traced once (all called on the TensorFlow backend only), the runtime's questions to
 # TensorFlow about the machine, and the TensorFlow trainer's and optimizer's internals
 # (keras_internals: TensorFlow's code paths only), and the trace OpenVINO's TensorFlow front end

@@ -49,7 +49,7 @@ def weights_fingerprint(weights):
     """A tuple that changes when any of `weights` (Keras variables) is assigned, whole or a row
     at a time: per variable, the integer sum of the bit patterns of one value in every row (row
     i's value i modulo the row's length; every value of a vector). One value a row reads a
-    cache line a row, not the whole model, and on TensorFlow one compiled program per set of
+    cache line a row, not the whole model, and on TensorFlow one traced graph per set of
     weights reads them where they are (captured, not passed), so `predict` can check every call.
 
     Example:
@@ -94,7 +94,8 @@ def _tf_fingerprint(weights):
         bits = {1: tf.uint8, 2: tf.uint16, 4: tf.uint32, 8: tf.uint64}[v.dtype.size]
         return tf.reduce_sum(tf.cast(tf.bitcast(sample, bits), tf.int64))
 
-    function = tf.function(lambda: tf.stack([one(v) for v in variables]), jit_compile=True)
+    # A graph, not XLA: the same sums at about half the cost of the first call, made for each model.
+    function = tf.function(lambda: tf.stack([one(v) for v in variables]))
     while len(_tf_fingerprints) >= 8:  # the oldest goes: a test session makes many models
         _tf_fingerprints.pop(next(iter(_tf_fingerprints)))
     _tf_fingerprints[key] = (list(weights), function)

@@ -94,7 +94,7 @@ def _tf_fingerprint(weights):
         bits = {1: tf.uint8, 2: tf.uint16, 4: tf.uint32, 8: tf.uint64}[v.dtype.size]
         return tf.reduce_sum(tf.cast(tf.bitcast(sample, bits), tf.int64))
 
-    # A graph, not XLA: the same sums at about half the cost of the first call, made for each model.
+    # A graph, not XLA: the same sums, without an XLA compile at each model's first call.
     function = tf.function(lambda: tf.stack([one(v) for v in variables]))
     while len(_tf_fingerprints) >= 8:  # the oldest goes: a test session makes many models
         _tf_fingerprints.pop(next(iter(_tf_fingerprints)))

@@ -6,6 +6,7 @@ import tensorflow as tf
 from keras_bert_lib.export.signatures import PAIR_TASKS, named_outputs, output_names, text_input_names, utf8_or_replaced
 from keras_bert_lib.runtime.input_checks import INPUTS as ID_NAMES
 from keras_bert_lib.runtime.length_buckets import bucket_width
+from keras_bert_lib.runtime.openvino import Int8Runtime, OpenVINORuntime
 from keras_bert_lib.serve.batcher import Batcher
 from keras_bert_lib.serve.protocol import Limits
 from keras_bert_lib.serve.served_model import PER_TOKEN, ServedModel, per_request
@@ -31,10 +32,13 @@ class ServedKerasModel(ServedModel):
     A formed batch is padded as the preprocessor pads a call (per-token outputs are then as wide
     as the SavedModel's) and runs as `predict` runs it (`fixed_predictor`: the path resolved
     once at load, as a served model's weights do not change): sorted by length, in parts of
-    `chunk_size` texts each cut to its longest (OpenVINO's one program takes every width), as
-    many parts at once as the runtime runs (OpenVINO's streams), so that a batch of more than
-    `chunk_size` texts uses more than one core. int8 calibrates on `calibration` (texts) where
-    given, and is dynamic otherwise (`runtime.openvino.Int8Runtime`).
+    `chunk_size` texts each cut to its longest, as many parts at once as the runtime runs
+    (OpenVINO's streams), so that a batch of more than `chunk_size` texts uses more than one core.
+    On OpenVINO a part's width is rounded up to the preprocessor's `pad_to_multiple_of`, and the
+    server runs each such shape (1 to `chunk_size` texts) on each stream as it loads: a stream
+    prepares its kernels for a shape at its first call of it, which no client then pays. int8
+    calibrates on `calibration` (texts) where given, and is dynamic otherwise
+    (`runtime.openvino.Int8Runtime`).
 
     Args:
         name: str. The model's name in the URLs.
@@ -79,14 +83,11 @@ class ServedKerasModel(ServedModel):
                             if "class_name" in self.outputs else None)
         self.precision = set_inference_dtype(self.model, self.dtype)
         if self.dtype == "int8" and self.calibration:
-            from keras_bert_lib.runtime.openvino import Int8Runtime
-
             self.model.runtime = Int8Runtime(calibration=self.calibration)
             self.precision += f"; calibrated on {len(self.calibration)} texts"
         on_openvino = self.dtype != "int8" and on_openvino_runtime(self.runtime)
         if on_openvino:
             from keras_bert_lib.runtime.compile_path import choose_inference_dtype
-            from keras_bert_lib.runtime.openvino import OpenVINORuntime
 
             chosen = choose_inference_dtype(self.model.inference_dtype, self.model.encoder.layers_dtype_policy,
                                             self.model.encoder.config.hidden_size)
@@ -102,7 +103,12 @@ class ServedKerasModel(ServedModel):
         if on_openvino:
             self.precision = (f"{self.model.runtime.precision} weights, OpenVINO on the CPU (--runtime tensorflow "
                               "runs TensorFlow, the path predict takes)")
-        self._predict = self.model.fixed_predictor(self.chunk_size)
+        runtime, multiple = self.model.predict_runtime(), None
+        if isinstance(runtime, OpenVINORuntime):
+            multiple, length = preprocessor.pad_to_multiple_of or 8, preprocessor.sequence_length
+            widths = sorted({bucket_width(n, multiple, length) for n in range(1, length + 1)})
+            runtime.warm(self.model, [(rows, width) for rows in range(1, self.chunk_size + 1) for width in widths])
+        self._predict = self.model.fixed_predictor(self.chunk_size, width_multiple=multiple)
         budget, length = self.batcher.max_batch_tokens, self.model.preprocessor.sequence_length
         self._count_first = budget is not None and self.batcher.max_batch_size * length > budget
         self._run([first])

@@ -6,7 +6,6 @@ CPU at the precision it runs fastest (`OpenVINORuntime`), or quantized to int8 b
 import logging
 import queue
 import re
-import threading
 
 import keras
 import numpy as np
@@ -74,7 +73,7 @@ def compiled_runner(ov_model, names, threads=None, config=None):
     with OpenVINO's THROUGHPUT hint (its streams split the cores: two batches at once on two cores
     run faster than one on both, most of all small ones, a server's); each call at once has an
     infer request of its own, and `run.streams` says how many to run at once (OpenVINO's
-    optimal number of requests); `run.warm(batches)` runs batches on each of them."""
+    optimal number of requests)."""
     ov = require_openvino()
     config = {"PERFORMANCE_HINT": "THROUGHPUT", **({"INFERENCE_NUM_THREADS": threads} if threads else {}),
               **(config or {})}
@@ -93,28 +92,6 @@ def compiled_runner(ov_model, names, threads=None, config=None):
         finally:
             idle.put(request)
 
-    def warm(batches):
-        """Runs each of `batches` once on each of `run.streams` infer requests (made now where
-        fewer exist) and returns how many: a request prepares its kernels for a shape at its first
-        call of it, which then no later call pays."""
-        held = []
-        while True:
-            try:
-                held.append(idle.get_nowait())
-            except queue.Empty:
-                break
-        held += [compiled.create_infer_request() for _ in range(run.streams - len(held))]
-        arrays = [[np.asarray(batch[k], np.int32) for k in order] for batch in batches]
-        threads = [threading.Thread(target=lambda r=request: [r.infer(a) for a in arrays]) for request in held]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        for request in held:
-            idle.put(request)
-        return len(held)
-
-    run.warm = warm
     hint = compiled.get_property("INFERENCE_PRECISION_HINT").to_string()
     run.precision = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}.get(hint, hint)
     run.streams = int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))
@@ -166,7 +143,7 @@ class OpenVINORuntime:
         self.threads, self.inference_precision = threads, inference_precision
         self.precision = None
         self.streams = 1  # batches `predict` runs at once (OpenVINO's number, once compiled)
-        self._compiled = None  # (weights fingerprint, batch function, runner)
+        self._compiled = None  # (weights fingerprint, runner)
 
     def batch_function(self, model):
         """A function of one batch's id dict → `model`'s outputs (Keras' structure), on OpenVINO."""
@@ -176,17 +153,8 @@ class OpenVINORuntime:
             names = [str(i) for i in range(len(keras.tree.flatten(structure)))]
             run = self.runner(model, convert(traced(model)), names)
             self.precision, self.streams = run.precision, run.streams
-            self._compiled = (stamp, lambda ids: keras.tree.pack_sequence_as(structure, run(ids)), run)
+            self._compiled = (stamp, lambda ids: keras.tree.pack_sequence_as(structure, run(ids)))
         return self._compiled[1]
-
-    def warm(self, model, shapes):
-        """Runs a batch of each (rows, width) in `shapes` once on each stream, compiling first
-        where needed. A stream prepares its kernels for a shape at its first call of it, so a
-        server warms the shapes its batches take before it serves (as TF Serving's warm-up
-        requests do), and no client pays for them."""
-        self.batch_function(model)
-        self._compiled[2].warm([{k: (np.ones if k == "padding_mask" else np.zeros)((rows, width), np.int32)
-                                 for k in ID_NAMES} for rows, width in shapes])
 
     def calibrate(self, model, ids):
         """Called by `predict` with its id rows before its first batch; nothing to do here."""

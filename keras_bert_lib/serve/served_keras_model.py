@@ -34,9 +34,9 @@ class ServedKerasModel(ServedModel):
     once at load, as a served model's weights do not change): sorted by length, in parts of
     `chunk_size` texts each cut to its longest, as many parts at once as the runtime runs
     (OpenVINO's streams), so that a batch of more than `chunk_size` texts uses more than one core.
-    On OpenVINO a part's width is rounded up to the preprocessor's `pad_to_multiple_of`, and the
-    server runs each such shape (1 to `chunk_size` texts) on each stream as it loads: a stream
-    prepares its kernels for a shape at its first call of it, which no client then pays. int8
+    On OpenVINO a part's width is rounded up to the preprocessor's `pad_to_multiple_of`: each of
+    its streams prepares its kernels for a shape at its first call of it, and a server's parts of
+    1 to `chunk_size` texts at every length would keep paying that for thousands of calls. int8
     calibrates on `calibration` (texts) where given, and is dynamic otherwise
     (`runtime.openvino.Int8Runtime`).
 
@@ -103,11 +103,9 @@ class ServedKerasModel(ServedModel):
         if on_openvino:
             self.precision = (f"{self.model.runtime.precision} weights, OpenVINO on the CPU (--runtime tensorflow "
                               "runs TensorFlow, the path predict takes)")
-        runtime, multiple = self.model.predict_runtime(), None
-        if isinstance(runtime, OpenVINORuntime):
-            multiple, length = preprocessor.pad_to_multiple_of or 8, preprocessor.sequence_length
-            widths = sorted({bucket_width(n, multiple, length) for n in range(1, length + 1)})
-            runtime.warm(self.model, [(rows, width) for rows in range(1, self.chunk_size + 1) for width in widths])
+        # on OpenVINO, parts at multiples of 8: each stream prepares its kernels at a shape's first call
+        multiple = (preprocessor.pad_to_multiple_of or 8) if isinstance(self.model.predict_runtime(),
+                                                                       OpenVINORuntime) else None
         self._predict = self.model.fixed_predictor(self.chunk_size, width_multiple=multiple)
         budget, length = self.batcher.max_batch_tokens, self.model.preprocessor.sequence_length
         self._count_first = budget is not None and self.batcher.max_batch_size * length > budget

@@ -14,9 +14,8 @@ through the compiled model, as many calls at once as OpenVINO has streams (`in_f
   the same runtime);
 
 - served: the texts in random groups of `--clients` (one text from each of that many clients: the
-  most one batch of theirs can hold), each group sorted and run in calls of 4
-  (`ServedKerasModel`'s `chunk_size`), each cut to its longest rounded up to a multiple of 8 (as
-  the server cuts them on OpenVINO);
+  most one batch of theirs can hold), each group sorted and run in calls of 4, each cut to its
+  longest (`ServedKerasModel`'s `chunk_size`);
 
 - packed: each group's tokens end to end in one row, a call (rows of at most the position table's
   512 tokens): the matrix products of unpadded batches (TEI's), but every token attends to its
@@ -38,7 +37,6 @@ from bench.common import cpu_model, interleaved_medians, snippets, write_results
 
 CHUNK = 4  # ServedKerasModel's chunk_size: texts a model call within a served batch
 BULK = 32  # predict's batch_size
-SERVED_MULTIPLE = 8  # what ServedKerasModel rounds a part's width up to on OpenVINO (the preprocessor's)
 
 
 def model_on(dtype, calibration):
@@ -65,8 +63,8 @@ def variants(ids, clients, longest, seed=0):
     most `longest` tokens, the position table's)."""
     lengths = ids["padding_mask"].sum(1)
 
-    def cut(rows, multiple=1):
-        width = min(-(-int(lengths[rows].max()) // multiple) * multiple, ids["padding_mask"].shape[1])
+    def cut(rows):
+        width = int(lengths[rows].max())
         return {k: np.ascontiguousarray(v[rows, :width], np.int32) for k, v in ids.items()}
 
     def packed(rows):
@@ -88,7 +86,7 @@ def variants(ids, clients, longest, seed=0):
               for g in np.array_split(np.random.default_rng(seed).permutation(len(lengths)),
                                       len(lengths) // clients)]
     return {"bulk": [cut(order[i:i + BULK]) for i in range(0, len(order), BULK)],
-            "served": [cut(g[i:i + CHUNK], SERVED_MULTIPLE) for g in groups for i in range(0, len(g), CHUNK)],
+            "served": [cut(g[i:i + CHUNK]) for g in groups for i in range(0, len(g), CHUNK)],
             "packed": [packed(row) for g in groups for row in rows_within(g)]}
 
 
@@ -113,8 +111,7 @@ def measure(run, streams, calls, rounds):
     return {name: (wall[name], statistics.median(cpu[name])) for name in calls}
 
 
-WHAT = {"bulk": f"sorted by length, {BULK} a call",
-        "served": f"groups of the clients' texts, sorted, {CHUNK} a call, widths multiples of {SERVED_MULTIPLE}",
+WHAT = {"bulk": f"sorted by length, {BULK} a call", "served": f"groups of the clients' texts, sorted, {CHUNK} a call",
         "packed": "each group's tokens in rows of at most the position table's length (attention across texts)"}
 
 

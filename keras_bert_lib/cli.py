@@ -21,7 +21,7 @@ import json
 import logging
 import sys
 
-from keras_bert_commands import add_config_flags, build_parser, port_number, positive
+from keras_bert_commands import add_config_flags, build_parser, non_negative, port_number, positive
 from keras_bert_lib.checkpoints.hub import hub_id, is_checkpoint_name, resolve_checkpoint
 from keras_bert_lib.config import PRESETS
 from keras_bert_lib.corpus import run_corpus_job
@@ -342,6 +342,11 @@ def _serve_flags(parser):
     parser.add_argument("--batches-in-flight", type=positive, default=2,
                         help="model calls running at once: the next batch forms and starts while one runs "
                              "(default: 2)")
+    parser.add_argument("--pack-tokens", type=non_negative, default=64,
+                        help="a run folder's model on OpenVINO (encoders with learned absolute positions) runs "
+                             "each batch packed: its texts end to end in rows of this many tokens, each attending "
+                             "to itself alone, so that short, uneven texts cost their tokens, not their padding; 0 "
+                             "runs batches padded (default: 64)")
     parser.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "int8"], default="auto",
                         help="what a run folder's model computes in, on the path its predict takes: auto is bfloat16 "
                              "weights on CPUs with AVX512-BF16 or AMX where they pay, float32 elsewhere; int8 "
@@ -388,7 +393,7 @@ def _serve(args):
         calibration = read_lines(args.calibration)
         serve(specs, host=args.host, port=args.port, max_batch_size=args.max_batch_size,
               dtype=args.dtype, calibration=calibration, max_batch_tokens=args.max_batch_tokens,
-              in_flight=args.batches_in_flight, runtime=args.runtime,
+              in_flight=args.batches_in_flight, runtime=args.runtime, pack_tokens=args.pack_tokens or None,
               batch_timeout_micros=args.batch_timeout_micros, grace_period=args.grace_period,
               limits=Limits(args.max_instances, args.max_text_bytes), access_log=args.access_log,
               max_body_bytes=args.max_body_bytes, read_timeout=args.read_timeout, idle_timeout=args.idle_timeout,

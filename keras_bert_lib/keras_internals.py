@@ -101,6 +101,21 @@ def in_multi_worker_mode(strategy):
 # --- layers ---------------------------------------------------------------------------------
 
 
+def graph_after(model, layer):
+    """`model`'s functional graph from its call of `layer` on: a keras.Model of [that call's
+    outputs (flat, Keras' order), `model`'s input dict] → `model`'s outputs. Keras keeps a layer's
+    calls as its private `_inbound_nodes`; the public `layer.output` of a nested functional model
+    is its own graph's output, not its call's. The call is the one whose outputs lead to
+    `model`'s (a layer shared by two models has a call in each)."""
+    for node in layer._inbound_nodes:
+        try:
+            return keras.Model([*node.outputs, model.input], model.output), node.outputs
+        except ValueError:  # that call belongs to another model's graph
+            continue
+    raise ValueError(f"{layer.name} is not called in {model.name}'s graph.")
+
+
+
 def takes_strings(layer):
     """Tells Keras that `layer` takes strings and other non-tensor arguments as they are: no
     conversion of its inputs (`Layer._convert_input_args`), positional non-tensors allowed

@@ -88,7 +88,8 @@ def _public_objects():
     from keras_bert_lib.config import config_from_hf_json
     from keras_bert_lib.layers import activations, initializers, masks
     from keras_bert_lib.models import summary
-    from keras_bert_lib.models.encoder import encoder_class
+    from keras_bert_lib.models.encoder import BertEncoder, encoder_class
+    from keras_bert_lib.runtime import packing
     from keras_bert_lib.runtime.openvino_layer_norm import fuse_layer_norms
     from keras_bert_lib.text import normalizer, tf_text
     from keras_bert_lib.training import loop
@@ -100,9 +101,11 @@ def _public_objects():
                file_checks.not_utf8_error, file_checks.open_text, file_checks.check_utf8,
                file_checks.check_writable_folder, file_checks.fingerprint, progress.progress_verbose,
                progress.progress_bar, keras_bert_commands.build_parser, keras_bert_cli.main,
-               keras_bert_commands.add_config_flags, keras_bert_commands.positive, summary.summarize,
-               config_from_hf_json, encoder_class, fuse_layer_norms):
+               keras_bert_commands.add_config_flags, keras_bert_commands.positive, keras_bert_commands.non_negative,
+               summary.summarize, config_from_hf_json, encoder_class, fuse_layer_norms, packing.pack,
+               packing.packed_function, packing.can_pack):
         seen[f"{fn.__module__}.{fn.__name__}"] = fn
+    seen["keras_bert_lib.models.encoder.BertEncoder.call_packed"] = BertEncoder.call_packed
     return seen
 
 

@@ -26,6 +26,9 @@ class PositionEmbedding(keras.layers.Layer):
         initializer_range: float. Stddev of the truncated-normal initializer.
     Call arguments:
         x: float tensor (B, T, E): the token embeddings the positions are added to.
+        positions: int tensor (B, T) or None. Each token's position, where it is not its index:
+            packed rows, where several texts lie end to end and each starts again at 0
+            (`runtime.packing`). Default: 0..T-1 in every row.
     Returns:
         float tensor (B, T, E) in the layer's compute dtype.
     Raises:
@@ -36,6 +39,8 @@ class PositionEmbedding(keras.layers.Layer):
         from keras_bert_lib.layers import PositionEmbedding
         layer = PositionEmbedding(max_length=16)
         p = layer(np.zeros((2, 5, 8), "float32"))   # (2, 5, 8)
+        q = layer(np.zeros((1, 5, 8), "float32"), positions=np.array([[0, 1, 2, 0, 1]]))
+        assert np.allclose(q[0, 3:], p[0, :2])     # a second text from position 0 again
         ```
     Reference:
         Devlin et al., 2019, §3.2; Vaswani et al., 2017, §3.5
@@ -61,7 +66,14 @@ class PositionEmbedding(keras.layers.Layer):
                 initializer=truncated_normal(self.initializer_range),
             )
 
-    def call(self, x):
+    def call(self, x, positions=None):
+        if positions is not None:  # position p is row p + position_offset, as below
+            positions = ops.cast(positions, "int32")
+            if self.embedding_type == "learned":
+                table = ops.take(ops.convert_to_tensor(self.embeddings), positions + self.position_offset, axis=0)
+            else:
+                table = ops.take(self._sinusoids(self.max_length - self.position_offset), positions, axis=0)
+            return ops.cast(table, self.compute_dtype)  # (B, T, E)
         length = x.shape[1]
         longest = self.max_length - self.position_offset
         if length is not None and length > longest:
@@ -89,8 +101,8 @@ class PositionEmbedding(keras.layers.Layer):
             pe = ops.pad(pe, ((0, 0), (0, 1)))
         return pe
 
-    def compute_output_shape(self, input_shape):
-        return input_shape
+    def compute_output_shape(self, x_shape, positions_shape=None):
+        return x_shape
 
     def get_config(self):
         return {**super().get_config(), "max_length": self.max_length,

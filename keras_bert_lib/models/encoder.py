@@ -161,6 +161,34 @@ class BertEncoder(EntryPoints, keras.Model):
         self._check_output_range(output_range)
         return _forward(self._parts, self.config, inputs, training=training, output_range=output_range)
 
+    def call_packed(self, token_ids, segment_ids, position_ids, text_ids):
+        """The encoder over packed rows (`runtime.packing.pack`): several texts end to end in each
+        row of the (R, W) int tensors, `position_ids` starting again at 0 at each text and
+        `text_ids` numbering a row's texts from 1 (0: padding). Each token attends to its own
+        text's tokens only, so each text's states are those it gets alone, and a row of short
+        texts costs what one text of its width does. Returns {"sequence_output": (R, W, H)}: the
+        pooler reads each text's [CLS], which `runtime.packing` gathers back.
+
+        Example:
+            ```python
+            import numpy as np
+            from keras_bert_lib import bert_tiny
+            encoder = bert_tiny(num_hidden_layers=1)
+            a, b = [101, 7592, 102], [101, 2088, 2003, 102]
+            alone = encoder.predict_on_batch({"token_ids": np.array([b]), "segment_ids": np.zeros((1, 4), "int32"),
+                                              "padding_mask": np.ones((1, 4), "int32")})["sequence_output"]
+            packed = encoder.call_packed(np.array([a + b]), np.zeros((1, 7), "int32"),
+                                         np.array([[0, 1, 2, 0, 1, 2, 3]]), np.array([[1, 1, 1, 2, 2, 2, 2]]))
+            assert np.allclose(packed["sequence_output"][0, 3:], alone[0], atol=1e-5)
+            ```
+        """
+        text_ids = ops.convert_to_tensor(text_ids, "int32")
+        same_text = ops.logical_and(ops.equal(text_ids[:, :, None], text_ids[:, None, :]), text_ids[:, None, :] > 0)
+        inputs = {"token_ids": token_ids, "segment_ids": segment_ids, "position_ids": position_ids,
+                  "padding_mask": ops.cast(text_ids > 0, "int32")}
+        return {"sequence_output": _forward(self._parts, self.config, inputs, training=False,
+                                            attention_mask=same_text)["sequence_output"]}
+
     def compute_output_spec(self, inputs, training=None, mask=None, output_range=None):
         if output_range is None:
             return super().compute_output_spec(inputs, training=training, mask=mask)
@@ -241,13 +269,15 @@ def encoder_class(config):
 
 
 def _forward(parts, config, inputs, training=None, output_range=None, output_hidden_states=False,
-             output_attentions=False):
+             output_attentions=False, attention_mask=None):
     """The encoder's equations over its layers (`parts`): symbolic inputs wire the functional graph;
     tensors run it, the last block at `output_range`'s first positions (`BertEncoder.call`)."""
     padding_mask = inputs["padding_mask"]
     run = {} if training is None else {"training": training}  # symbolic: Keras passes it at call time
     tokens = parts["token_embedding"](inputs["token_ids"])  # (B, T, E)
-    summed = [tokens, parts["position_embedding"](tokens)]
+    positions = inputs.get("position_ids")  # packed rows: each text's own (`BertEncoder.call_packed`)
+    summed = [tokens, parts["position_embedding"](tokens) if positions is None
+              else parts["position_embedding"](tokens, positions=positions)]
     if parts["segment_embedding"] is not None:
         summed.append(parts["segment_embedding"](inputs["segment_ids"]))
     x = parts["embeddings_add"](summed)
@@ -261,7 +291,8 @@ def _forward(parts, config, inputs, training=None, output_range=None, output_hid
         for j, block in enumerate(group):
             if output_range is not None and i == config.num_hidden_layers - 1 and j == len(group) - 1:
                 run["output_range"] = output_range  # the last block: its first positions only
-            x, probs = block(x, padding_mask=padding_mask, return_attention_scores=True, **run)
+            x, probs = block(x, padding_mask=padding_mask, attention_mask=attention_mask, return_attention_scores=True,
+                             **run)
         hidden_states.append(x)
         attention_probs.append(probs)
     if parts["final_layer_norm"] is not None:

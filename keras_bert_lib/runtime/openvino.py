@@ -15,6 +15,7 @@ from keras_bert_lib.runtime.dtype_copy import weights_fingerprint
 from keras_bert_lib.runtime.input_checks import INPUTS as ID_NAMES
 from keras_bert_lib.runtime.length_buckets import length_batches
 from keras_bert_lib.runtime.openvino_layer_norm import fuse_layer_norms
+from keras_bert_lib.runtime.packing import PACKED, pack, packed_function
 
 logger = logging.getLogger("keras_bert_lib")
 
@@ -64,8 +65,11 @@ def traced(model):
 
 
 def input_order(ov_model):
-    """The id names (`token_ids`, ...) of an OpenVINO model's inputs, in its order."""
-    return [next(k for k in ID_NAMES if any(k in n for n in port.get_names())) for port in ov_model.inputs]
+    """The input names (`token_ids`, ..., or `runtime.packing`'s) of an OpenVINO model's inputs,
+    in its order: for each, the longest name its port's names hold (`packed_token_ids`, not
+    `token_ids`)."""
+    names = sorted((*ID_NAMES, *PACKED), key=len, reverse=True)
+    return [next(k for k in names if any(k in n for n in port.get_names())) for port in ov_model.inputs]
 
 
 def compiled_runner(ov_model, names, threads=None, config=None):
@@ -111,11 +115,17 @@ class OpenVINORuntime:
     docs/benchmarks.md times it against the default runtime: pick it where it is faster on your
     CPU and your texts; on small batches (a server's) its calls cost less than TensorFlow's.
 
+    With `pack_tokens`, each batch's texts run packed (`runtime.packing`): end to end in rows of
+    that many tokens, each attending to itself alone, so that a batch of uneven texts costs its
+    tokens, not its rows times its longest (a server's batches; the encoders with learned
+    absolute positions). Each text's outputs are those it gets alone.
+
     A runtime is the predicting machine's choice, not the model's: it is not saved with the model.
 
     Args:
         threads: int or None. CPU threads (None: OpenVINO's default, every core).
         inference_precision: "float32", "bfloat16" or None (OpenVINO's choice for this CPU).
+        pack_tokens: int or None. Tokens of a packed row (None: batches run padded).
     Example:
         ```python
         import numpy as np
@@ -131,16 +141,20 @@ class OpenVINORuntime:
         embedder.runtime = OpenVINORuntime(inference_precision="float32")
         assert np.allclose(embedder.predict(ids, verbose=0), want, atol=1e-5)
         assert embedder.runtime.precision == "float32"
+        embedder.runtime = OpenVINORuntime(inference_precision="float32", pack_tokens=64)
+        assert np.allclose(embedder.predict(ids, verbose=0), want, atol=1e-5)
         ```
     """
 
     width_multiple = 1  # what `predict` rounds a batch's width up to on this runtime
 
-    def __init__(self, threads=None, inference_precision=None):
+    def __init__(self, threads=None, inference_precision=None, pack_tokens=None):
         if inference_precision not in PRECISION_HINTS:
             raise ValueError(f"inference_precision={inference_precision!r}: one of "
                              f"{', '.join(map(repr, PRECISION_HINTS))}.")
-        self.threads, self.inference_precision = threads, inference_precision
+        if pack_tokens is not None and pack_tokens < 1:
+            raise ValueError(f"pack_tokens={pack_tokens}: the tokens of a packed row, 1 or more (None: no packing).")
+        self.threads, self.inference_precision, self.pack_tokens = threads, inference_precision, pack_tokens
         self.precision = None
         self.streams = 1  # batches `predict` runs at once (OpenVINO's number, once compiled)
         self._compiled = None  # (weights fingerprint, runner)
@@ -151,13 +165,17 @@ class OpenVINORuntime:
         if self._compiled is None or self._compiled[0] != stamp:
             structure = model.output
             names = [str(i) for i in range(len(keras.tree.flatten(structure)))]
-            run = self.runner(model, convert(traced(model)), names)
+            run = self.runner(model, convert(packed_function(model) if self.pack_tokens else traced(model)), names)
             self.precision, self.streams = run.precision, run.streams
-            self._compiled = (stamp, lambda ids: keras.tree.pack_sequence_as(structure, run(ids)))
+            self._compiled = (stamp, lambda ids: keras.tree.pack_sequence_as(structure, run(self._packed(ids))))
         return self._compiled[1]
 
     def calibrate(self, model, ids):
         """Called by `predict` with its id rows before its first batch; nothing to do here."""
+
+    def _packed(self, ids):
+        """A batch's id dict as the compiled program takes it: packed (`pack`) where it packs."""
+        return pack(ids, self.pack_tokens) if self.pack_tokens else ids
 
     def runner(self, model, ov_model, names):
         hint = PRECISION_HINTS[self.inference_precision]
@@ -187,6 +205,8 @@ class Int8Runtime(OpenVINORuntime):
         samples: int. Calibration rows taken from `predict`'s first call (default: 300).
         min_cosine: float. The quality gate (default: 0.99).
         threads: int or None. CPU threads (None: every core).
+        pack_tokens: int or None. Tokens of a packed row (`OpenVINORuntime`; None: padded). The
+            packed program is the one calibrated and gated.
     Example:
         ```python
         import numpy as np
@@ -205,8 +225,8 @@ class Int8Runtime(OpenVINORuntime):
         ```
     """
 
-    def __init__(self, calibration=None, keep_float=(), samples=300, min_cosine=0.99, threads=None):
-        super().__init__(threads)
+    def __init__(self, calibration=None, keep_float=(), samples=300, min_cosine=0.99, threads=None, pack_tokens=None):
+        super().__init__(threads, pack_tokens=pack_tokens)
         self.calibration = calibration
         self.keep_float = tuple(keep_float)
         self.samples, self.min_cosine = samples, min_cosine
@@ -250,7 +270,7 @@ class Int8Runtime(OpenVINORuntime):
             # for every model compiled after the first in a process (tested)
             return compiled_runner(self.quantized, names, self.threads,
                                    {"DYNAMIC_QUANTIZATION_GROUP_SIZE": "32", "PERFORMANCE_HINT": "LATENCY"})
-        batches = _calibration_batches(self._rows)
+        batches = [self._packed(b) for b in _calibration_batches(self._rows)]
         float32 = compiled_runner(ov_model, names, self.threads, {"INFERENCE_PRECISION_HINT": "f32"})
         want = [float32(b) for b in batches]
         first = self.keep_float

@@ -6,6 +6,7 @@ import tensorflow as tf
 from keras_bert_lib.export.signatures import PAIR_TASKS, named_outputs, output_names, text_input_names, utf8_or_replaced
 from keras_bert_lib.runtime.input_checks import INPUTS as ID_NAMES
 from keras_bert_lib.runtime.length_buckets import bucket_width
+from keras_bert_lib.runtime.packing import can_pack
 from keras_bert_lib.serve.batcher import Batcher
 from keras_bert_lib.serve.protocol import Limits
 from keras_bert_lib.serve.served_model import PER_TOKEN, ServedModel, per_request
@@ -30,11 +31,14 @@ class ServedKerasModel(ServedModel):
     form.
     A formed batch is padded as the preprocessor pads a call (per-token outputs are then as wide
     as the SavedModel's) and runs as `predict` runs it (`fixed_predictor`: the path resolved
-    once at load, as a served model's weights do not change): sorted by length, in parts of
-    `chunk_size` texts each cut to its longest (OpenVINO's one program takes every width), as
-    many parts at once as the runtime runs (OpenVINO's streams), so that a batch of more than
-    `chunk_size` texts uses more than one core. int8 calibrates on `calibration` (texts) where
-    given, and is dynamic otherwise (`runtime.openvino.Int8Runtime`).
+    once at load, as a served model's weights do not change). On OpenVINO, with an encoder of
+    learned absolute positions, the batch runs as one call, packed (`runtime.packing`): its texts
+    end to end in rows of `pack_tokens` tokens, each attending to itself alone, so that a batch
+    of whatever arrived costs its tokens rather than its rows times its longest text. Otherwise
+    (or with `pack_tokens` None) it runs sorted by length, in parts of `chunk_size` texts each cut
+    to its longest, as many parts at once as the runtime runs (OpenVINO's streams). int8
+    calibrates on `calibration` (texts) where given, and is dynamic otherwise
+    (`runtime.openvino.Int8Runtime`).
 
     Args:
         name: str. The model's name in the URLs.
@@ -43,7 +47,8 @@ class ServedKerasModel(ServedModel):
         calibration: list of str or None. int8's calibration texts.
         runtime: str. "auto", "openvino" or "tensorflow": what runs the model (default: "auto").
         max_batch_size, batch_timeout_micros, max_batch_tokens, in_flight: the batcher's (`Batcher`).
-        chunk_size: int. Texts per model call within a batch (default: 4).
+        chunk_size: int. Texts per model call within a batch, where it does not pack (default: 4).
+        pack_tokens: int or None. Tokens of a packed row (default: 64; None: no packing).
         limits: `Limits` of one request.
     Example:
         ```python
@@ -53,12 +58,14 @@ class ServedKerasModel(ServedModel):
     """
 
     def __init__(self, name, path, dtype="auto", calibration=None, max_batch_size=32, batch_timeout_micros=0,
-                 limits=Limits(), on_batch=None, max_batch_tokens=None, in_flight=2, chunk_size=4, runtime="auto"):
+                 limits=Limits(), on_batch=None, max_batch_tokens=None, in_flight=2, chunk_size=4, runtime="auto",
+                 pack_tokens=64):
         super().__init__(name, path, max_batch_size, batch_timeout_micros, limits, on_batch,
                          max_batch_tokens=max_batch_tokens, in_flight=in_flight)
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime={runtime!r}: one of {', '.join(RUNTIMES)}.")
         self.dtype, self.calibration, self.chunk_size, self.runtime = dtype, calibration, chunk_size, runtime
+        self.pack_tokens = pack_tokens
         self.model = self._tokenize = self._predict = self._count_first = None
         # requests waiting to be tokenized go as one call: one text costs about what sixteen do
         self._tokenizer = Batcher(self._tokenize_requests, max_batch_size=1024, batch_timeout_micros=0)
@@ -78,19 +85,22 @@ class ServedKerasModel(ServedModel):
         self.class_names = (np.array([str(n).encode() for n in names], object)  # as TF's strings
                             if "class_name" in self.outputs else None)
         self.precision = set_inference_dtype(self.model, self.dtype)
-        if self.dtype == "int8" and self.calibration:
+        on_openvino = self.dtype == "int8" or on_openvino_runtime(self.runtime)
+        pack = self.pack_tokens if on_openvino and can_pack(self.model) else None
+        if self.dtype == "int8":
             from keras_bert_lib.runtime.openvino import Int8Runtime
 
-            self.model.runtime = Int8Runtime(calibration=self.calibration)
-            self.precision += f"; calibrated on {len(self.calibration)} texts"
-        on_openvino = self.dtype != "int8" and on_openvino_runtime(self.runtime)
-        if on_openvino:
+            self.model.runtime = Int8Runtime(calibration=self.calibration, pack_tokens=pack)
+            if self.calibration:
+                self.precision += f"; calibrated on {len(self.calibration)} texts"
+        elif on_openvino:
             from keras_bert_lib.runtime.compile_path import choose_inference_dtype
             from keras_bert_lib.runtime.openvino import OpenVINORuntime
 
             chosen = choose_inference_dtype(self.model.inference_dtype, self.model.encoder.layers_dtype_policy,
                                             self.model.encoder.config.hidden_size)
-            self.model.runtime = OpenVINORuntime(inference_precision="bfloat16" if chosen == "bfloat16" else "float32")
+            self.model.runtime = OpenVINORuntime(inference_precision="bfloat16" if chosen == "bfloat16" else "float32",
+                                                 pack_tokens=pack)
         spec = tf.TensorSpec((None,), tf.string)
         preprocessor = self.model.preprocessor
         self._tokenize = tf.function(
@@ -99,10 +109,12 @@ class ServedKerasModel(ServedModel):
             input_signature=[spec] * len(self.inputs))
         first = self.tokenized([{name: "a" for name in self.inputs}])[0]
         self.model.predict(self._padded(first), verbose=0)  # traces (and compiles): not a client's wait
-        if on_openvino:
+        if on_openvino and self.dtype != "int8":
             self.precision = (f"{self.model.runtime.precision} weights, OpenVINO on the CPU (--runtime tensorflow "
                               "runs TensorFlow, the path predict takes)")
-        self._predict = self.model.fixed_predictor(self.chunk_size)
+        if pack:
+            self.precision += f"; each batch packed in rows of {pack} tokens"
+        self._predict = self.model.fixed_predictor(self.batcher.max_batch_size if pack else self.chunk_size)
         budget, length = self.batcher.max_batch_tokens, self.model.preprocessor.sequence_length
         self._count_first = budget is not None and self.batcher.max_batch_size * length > budget
         self._run([first])

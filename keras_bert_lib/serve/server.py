@@ -130,7 +130,7 @@ def _config_specs(config_file):
 
 def serve(specs, host="127.0.0.1", port=8501, max_batch_size=32, batch_timeout_micros=0, limits=Limits(),
           grace_period=30, access_log=False, max_body_bytes=4 << 20, read_timeout=30.0, idle_timeout=65, sock=None,
-          dtype="auto", calibration=None, max_batch_tokens=16384, in_flight=2, runtime="auto"):
+          dtype="auto", calibration=None, max_batch_tokens=16384, in_flight=2, runtime="auto", pack_tokens=64):
     """Serves `specs` (`model_specs`) until SIGTERM or Ctrl-C, then finishes the requests in
     flight (up to `grace_period` seconds). The port is taken first (0: any free port; the log
     line that says where the server listens names it), or `sock` is the one
@@ -151,7 +151,8 @@ def serve(specs, host="127.0.0.1", port=8501, max_batch_size=32, batch_timeout_m
     same). A run folder runs as its `predict` runs texts (`ServedKerasModel`): `dtype` "auto"
     (bfloat16 where it pays), "float32", "bfloat16" or "int8" (calibrated on `calibration`, a list
     of texts, where given), on `runtime` "auto" (OpenVINO where it is installed), "openvino" or
-    "tensorflow". Batches close at `max_batch_size` texts or `max_batch_tokens` tokens,
+    "tensorflow", each batch packed in rows of `pack_tokens` tokens where it runs on OpenVINO
+    (None: padded). Batches close at `max_batch_size` texts or `max_batch_tokens` tokens,
     and `in_flight` of them run at once (`Batcher`).
 
     Example:
@@ -189,7 +190,8 @@ def serve(specs, host="127.0.0.1", port=8501, max_batch_size=32, batch_timeout_m
                 check_saved_model_dtype(path, dtype, runtime)
                 model = ServedModel(name, path, **batching)
             else:  # a run folder or .keras file: on the path its predict takes
-                model = ServedKerasModel(name, path, dtype, calibration, runtime=runtime, **batching)
+                model = ServedKerasModel(name, path, dtype, calibration, runtime=runtime, pack_tokens=pack_tokens,
+                                         **batching)
             model.load()
             logger.info("Loaded %s version %d from %s: %s.", spec.name, version, path, model.precision)
             server.register_model(model, name)

@@ -36,7 +36,7 @@ KSERVE = [
 # Attributes set in Keras' own code rather than defined on a class (test below)
 INSTANCE = {"_loss_tracker", "_distribute_strategy", "_eval_epoch_iterator", "_use_cached_eval_dataset",
             "_convert_input_args", "_allow_non_tensor_positional_args", "_momentums", "_velocities",
-            "_in_multi_worker_mode"}
+            "_in_multi_worker_mode", "_inbound_nodes"}
 PRIVATE_MODULES = ("keras.src", "tensorflow.python")
 LIBRARY = pathlib.Path(__file__).resolve().parents[2] / "keras_bert_lib"
 
@@ -92,7 +92,8 @@ def test_only_keras_internals_touches_them():
 def test_the_instance_attributes_we_read_are_set_by_keras():
     """Attributes set in Keras' own code rather than defined on a class (keras_internals.py): a
     compiled model's loss tracker and strategy slot, fit's cached held-out iterator, a layer's
-    switches for non-tensor arguments, an optimizer's moments, a strategy's multi-worker test."""
+    switches for non-tensor arguments, a layer's calls in functional graphs, an optimizer's moments,
+    a strategy's multi-worker test."""
     from keras.src.backend.tensorflow import trainer
     from keras.src.layers import layer
 
@@ -101,6 +102,9 @@ def test_the_instance_attributes_we_read_are_set_by_keras():
     assert hasattr(model, "_loss_tracker") and hasattr(model, "_distribute_strategy")
     assert "_eval_epoch_iterator" in inspect.getsource(trainer.TensorFlowTrainer.fit)
     assert "_use_cached_eval_dataset" in inspect.getsource(trainer.TensorFlowTrainer.evaluate)
+    dense = keras.layers.Dense(1)
+    dense(keras.Input((2,)))
+    assert len(dense._inbound_nodes) == 1  # graph_after: a layer's calls in functional graphs
     source = inspect.getsource(layer.Layer)
     assert "_convert_input_args" in source and "_allow_non_tensor_positional_args" in source
     optimizer = keras.optimizers.AdamW()

@@ -67,7 +67,7 @@ def test_serve_help_gives_every_flag_its_default(capsys, monkeypatch):
     with pytest.raises(SystemExit):
         main(["serve", "--help"])
     flags = capsys.readouterr().out.split("\n  --")[1:]
-    assert len(flags) == 17 and all("(default" in f for f in flags), flags
+    assert len(flags) == 18 and all("(default" in f for f in flags), flags
 
 
 def test_a_port_in_use_is_named_before_any_model_loads(tmp_path):

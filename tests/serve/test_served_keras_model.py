@@ -1,8 +1,9 @@
 """A run folder served on its Keras model, as `predict` runs texts: a batch reaches the runtime
 padded as the preprocessor pads it; OpenVINO by default where installed, TensorFlow on request, both
 with `predict`'s float32 answers; int8 calibrated on `--calibration`, 16 clients each sending single
-texts at once, every answer equal to the text's answer alone from the same int8 model and within
-cosine 0.99 of float32, nothing lost; a SavedModel asked for int8 is refused in one line."""
+texts at once (each batch packed), every answer equal to the text's answer alone from the same int8
+model and within cosine 0.99 of float32, nothing lost; a SavedModel asked for int8 is refused in
+one line."""
 
 import concurrent.futures
 import sys
@@ -73,7 +74,7 @@ def test_int8_run_folder_answers_16_clients_as_each_text_alone(tmp_path):
     (tmp_path / "calibration.txt").write_text("\n".join(calibration) + "\n", encoding="utf-8")
     embedder.inference_dtype = None
     float32 = embedder.predict(texts, verbose=0)
-    embedder.runtime = Int8Runtime(calibration=calibration)  # what the server builds from the same texts
+    embedder.runtime = Int8Runtime(calibration=calibration, pack_tokens=64)  # what the server builds from them
     alone = np.concatenate([embedder.predict([t], verbose=0) for t in texts])
     (tmp_path / "log").mkdir()
     with running_server([f"embedder={tmp_path / 'run'}", "--dtype", "int8", "--calibration",
@@ -88,6 +89,7 @@ def test_int8_run_folder_answers_16_clients_as_each_text_alone(tmp_path):
     assert np.min(np.sum(got * alone, 1)) > 0.9999  # the same int8 model, whatever the batch
     assert np.min(np.sum(got * float32, 1)) >= 0.99
     assert "int8 weights and activations, OpenVINO on the CPU" in log and "calibrated on 64 texts" in log
+    assert "each batch packed in rows of 64 tokens" in log
 
 
 @pytest.mark.slow
@@ -124,10 +126,11 @@ def test_a_run_folder_runs_on_openvino_by_default_with_predicts_answers(tmp_path
     texts = _texts()[0][:12]
     want = embedder.predict(texts, verbose=0)  # float32, on TensorFlow
     for runtime, words in (("auto", "float32 weights, OpenVINO on the CPU"),
-                           ("tensorflow", "float32 weights, TensorFlow on the CPU")):
+                           ("tensorflow", "float32 weights, TensorFlow on the CPU")):  # packed on OpenVINO
         served = ServedKerasModel("embedder", path, dtype="float32", runtime=runtime)
         served.load()
         assert served.precision.startswith(words), served.precision
+        assert served.precision.endswith("packed in rows of 64 tokens") == (runtime == "auto")
         rows = served.tokenized([{"text": t} for t in texts])[0]
         got = np.array([row["embeddings"] for request in served._run([rows[:5], rows[5:]]) for row in request])
         np.testing.assert_allclose(got, want, atol=1e-5)  # two requests in one call: each text's own answer

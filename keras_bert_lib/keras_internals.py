@@ -115,7 +115,6 @@ def graph_after(model, layer):
     raise ValueError(f"{layer.name} is not called in {model.name}'s graph.")
 
 
-
 def takes_strings(layer):
     """Tells Keras that `layer` takes strings and other non-tensor arguments as they are: no
     conversion of its inputs (`Layer._convert_input_args`), positional non-tensors allowed

@@ -61,9 +61,10 @@ def pack(ids, row_tokens=64):
     rows, used = [], []  # each row's texts, and its tokens
     for i in np.argsort(-lengths, kind="stable"):
         row = next((r for r, n in enumerate(used) if n + lengths[i] <= row_tokens), None)
-        if row is None:
+        if row is None:  # a new row
             row = len(rows)
-            rows.append([]), used.append(0)
+            rows.append([])
+            used.append(0)
         rows[row].append(i)
         used[row] += lengths[i]
     shape = (len(rows), max(used))

@@ -3,7 +3,8 @@ end to end with others and attending to itself alone, equal to what the task mod
 gives it padded; for every task model (the [CLS] classifiers' shortened last block, per-token
 heads, pairs with segments), for each family of learned absolute positions (RoBERTa's offset,
 ALBERT's factorised embedding, DistilBERT's missing segments and pooler), and on OpenVINO in
-float32 and in int8, where a text's answer does not depend on the texts packed with it."""
+float32 and in int8 (static, where a text's answer does not depend on the texts packed with it,
+and dynamic)."""
 
 import keras
 import numpy as np
@@ -128,3 +129,7 @@ def test_openvino_runs_packed_in_float32_and_int8_each_text_as_alone():
     alone = np.concatenate([embedder.predict({k: v[i:i + 1] for k, v in ids.items()}, verbose=0)
                             for i in range(0, 64, 7)])
     np.testing.assert_allclose(alone, got[::7], atol=1e-5)  # the texts packed with it change nothing
+    embedder.runtime = Int8Runtime(pack_tokens=32)
+    few = {k: v[:8] for k, v in ids.items()}
+    got = embedder.predict(few, verbose=0)  # under 32 rows to calibrate on: dynamic, packed
+    assert embedder.runtime.quantization == "dynamic" and np.min(np.sum(got * float32[:8], 1)) >= 0.99

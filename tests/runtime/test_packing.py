@@ -69,12 +69,11 @@ def test_pack_lays_each_text_end_to_end_with_its_own_positions():
         pack(ids, 0)
 
 
-@pytest.mark.parametrize("task", ["embedder", "cls_classifier", "mean_classifier", "tagger", "spans", "pairs"])
+@pytest.mark.parametrize("task", ["embedder", "cls_classifier", "tagger", "spans", "pairs"])
 def test_each_task_models_texts_packed_get_what_they_get_alone(task):
     encoder = bert_tiny(**SMALL)
     model = {"embedder": lambda: SentenceEmbedder(encoder),
              "cls_classifier": lambda: TextClassifier(encoder, 3),  # its last block computes [CLS] alone
-             "mean_classifier": lambda: TextClassifier(encoder, 3, pooling="mean"),
              "tagger": lambda: TokenClassifier(encoder, ["O", "B-X", "I-X"]),
              "spans": lambda: SpanQuestionAnswerer(encoder),
              "pairs": lambda: CrossEncoder(encoder)}[task]()

@@ -35,10 +35,11 @@ KERAS_ONLY = ("layers", "heads", "models", "modernbert", "deberta", "pretraining
 # the traced weights fingerprint, a held-out pass's forward and update functions and predict's
 # forward pass traced once (all called on the TensorFlow backend only), the runtime's questions to
 # TensorFlow about the machine, and the TensorFlow trainer's and optimizer's internals
-# (keras_internals: TensorFlow's code paths only), and the trace OpenVINO's TensorFlow front end
-# converts (the openvino runtimes need TensorFlow).
+# (keras_internals: TensorFlow's code paths only), and the traces OpenVINO's TensorFlow front end
+# converts, padded and packed (the openvino runtimes need TensorFlow).
 TF_DATASET_CHECK = {("keras_bert_lib.runtime.input_checks", "checked_dataset"),
                     ("keras_bert_lib.runtime.openvino", "traced"),
+                    ("keras_bert_lib.runtime.packing", "packed_function"),
                     ("keras_bert_lib.layers.bias_activation_dense", "call"),
                     ("keras_bert_lib.runtime.dtype_copy", "_tf_fingerprint"),
                     ("keras_bert_lib.runtime.evaluate_in_flight", "_start"),

@@ -103,7 +103,7 @@ def _public_objects():
                progress.progress_bar, keras_bert_commands.build_parser, keras_bert_cli.main,
                keras_bert_commands.add_config_flags, keras_bert_commands.positive, keras_bert_commands.non_negative,
                summary.summarize, config_from_hf_json, encoder_class, fuse_layer_norms, packing.pack,
-               packing.packed_function, packing.can_pack):
+               packing.packed_function, packing.can_pack, packing.check_row_tokens):
         seen[f"{fn.__module__}.{fn.__name__}"] = fn
     seen["keras_bert_lib.models.encoder.BertEncoder.call_packed"] = BertEncoder.call_packed
     return seen

@@ -15,7 +15,7 @@ from keras_bert_lib.runtime.dtype_copy import weights_fingerprint
 from keras_bert_lib.runtime.input_checks import INPUTS as ID_NAMES
 from keras_bert_lib.runtime.length_buckets import length_batches
 from keras_bert_lib.runtime.openvino_layer_norm import fuse_layer_norms
-from keras_bert_lib.runtime.packing import PACKED, pack, packed_function
+from keras_bert_lib.runtime.packing import PACKED, check_row_tokens, pack, packed_function
 
 logger = logging.getLogger("keras_bert_lib")
 
@@ -152,8 +152,8 @@ class OpenVINORuntime:
         if inference_precision not in PRECISION_HINTS:
             raise ValueError(f"inference_precision={inference_precision!r}: one of "
                              f"{', '.join(map(repr, PRECISION_HINTS))}.")
-        if pack_tokens is not None and pack_tokens < 1:
-            raise ValueError(f"pack_tokens={pack_tokens}: the tokens of a packed row, 1 or more (None: no packing).")
+        if pack_tokens is not None:
+            check_row_tokens(pack_tokens, "pack_tokens")  # None: no packing
         self.threads, self.inference_precision, self.pack_tokens = threads, inference_precision, pack_tokens
         self.precision = None
         self.streams = 1  # batches `predict` runs at once (OpenVINO's number, once compiled)

@@ -8,12 +8,32 @@ The encoders with learned absolute positions pack (BERT, ALBERT, DistilBERT, RoB
 ELECTRA); ModernBERT's rotary and DeBERTa's relative positions do not yet (`can_pack`).
 """
 
+import numbers
+
 import numpy as np
 
 from keras_bert_lib.runtime.input_checks import INPUTS as ID_NAMES
 
 # The packed inputs, beside the batch's own id dict (which the head reads: its padding mask)
 PACKED = ("packed_token_ids", "packed_segment_ids", "position_ids", "text_ids", "gather")
+
+
+def check_row_tokens(value, name):
+    """Raises one line unless `value` is a whole number of tokens, 1 or more (`name` says which
+    argument it is).
+
+    Example:
+        ```python
+        from keras_bert_lib.runtime.packing import check_row_tokens
+        check_row_tokens(64, "pack_tokens")
+        try:
+            check_row_tokens("64", "pack_tokens")
+        except ValueError as e:
+            assert str(e) == "pack_tokens='64': the tokens of a packed row, an int of 1 or more."
+        ```
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name}={value!r}: the tokens of a packed row, an int of 1 or more.")
 
 
 def can_pack(model):
@@ -54,8 +74,7 @@ def pack(ids, row_tokens=64):
         packed["gather"][2, :2].tolist()      # [[0, 4], [0, 5]]
         ```
     """
-    if row_tokens < 1:
-        raise ValueError(f"row_tokens={row_tokens}: a packed row holds 1 or more tokens.")
+    check_row_tokens(row_tokens, "row_tokens")
     ids = {k: np.asarray(v) for k, v in ids.items()}
     lengths = ids["padding_mask"].sum(1).astype(int)
     rows, used = [], []  # each row's texts, and its tokens

@@ -65,8 +65,9 @@ def test_pack_lays_each_text_end_to_end_with_its_own_positions():
             assert len(set(packed["text_ids"][r, c])) == 1 and packed["text_ids"][r[0], c[0]] > 0
         assert used.sum() == lengths.sum()  # every token once, no more
     assert len(pack(ids, 1000)["packed_token_ids"]) == int(np.ceil(lengths.sum() / 1000))
-    with pytest.raises(ValueError, match="row_tokens=0"):
-        pack(ids, 0)
+    for bad in (0, "64", 64.0, True):
+        with pytest.raises(ValueError, match=r"^row_tokens=.*: the tokens of a packed row, an int of 1 or more\.$"):
+            pack(ids, bad)
 
 
 @pytest.mark.parametrize("task", ["embedder", "cls_classifier", "tagger", "spans", "pairs"])

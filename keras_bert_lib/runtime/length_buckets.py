@@ -106,7 +106,8 @@ def predict_by_length(predict_batch, ids, batch_size, multiple, per_token, fill=
 
 def in_flight(function, items, streams, alone=1):
     """`function` of each of `items`, yielded in order, with up to `streams` calls running at once
-    on a thread pool; the first `alone` calls run one after the other, before the pool starts.
+    on a thread pool; the first `alone` calls run one after the other, before the pool starts,
+    and a lone call (a server's batch) runs on the caller's thread, with no pool to start.
 
     Example:
         ```python
@@ -116,7 +117,9 @@ def in_flight(function, items, streams, alone=1):
     """
     items = iter(items)
     yield from map(function, itertools.islice(items, alone))
-    if streams <= 1:
+    ahead = list(itertools.islice(items, 2))
+    items = itertools.chain(ahead, items)
+    if streams <= 1 or len(ahead) < 2:
         yield from map(function, items)
         return
     with ThreadPoolExecutor(streams, thread_name_prefix="predict_by_length") as pool:

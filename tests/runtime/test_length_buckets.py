@@ -162,6 +162,15 @@ def test_in_flight_keeps_the_order_runs_the_first_alone_and_at_most_streams_at_o
     assert list(in_flight(work, range(5), streams=1)) == [0, 1, 4, 9, 16] and most[0] == 1
 
 
+def test_in_flight_runs_a_lone_call_on_the_callers_thread_and_more_on_the_pool():
+    def where(_):
+        return threading.get_ident()
+
+    here = threading.get_ident()
+    assert list(in_flight(where, [0], streams=2, alone=0)) == [here]  # a server's batch: no pool to start
+    assert here not in list(in_flight(where, [0, 1], streams=2, alone=0))
+
+
 def test_predict_by_length_runs_its_first_batches_alone_unless_told_none_trace():
     mask = np.ones((8, 6), "int32")
     barrier = threading.Barrier(2, timeout=2)

@@ -72,14 +72,16 @@ def input_order(ov_model):
     return [next(k for k in names if any(k in n for n in port.get_names())) for port in ov_model.inputs]
 
 
-def compiled_runner(ov_model, names, threads=None, config=None):
+def compiled_runner(ov_model, names, threads=None, config=None, latency=False):
     """A function id dict → list of arrays (in `names`' order) over a model compiled for the CPU
-    with OpenVINO's THROUGHPUT hint (its streams split the cores: two batches at once on two cores
-    run faster than one on both, most of all small ones, a server's); each call at once has an
-    infer request of its own, and `run.streams` says how many to run at once (OpenVINO's
-    optimal number of requests)."""
+    with OpenVINO's THROUGHPUT hint (its streams split the cores: two of `predict`'s batches at
+    once on two cores run faster than one on both), or with `latency` its LATENCY hint (one
+    stream on every core: for a caller that runs one call at a time, a server with one batch in
+    flight); each call at once has an infer request of its own, and `run.streams` says how many
+    to run at once (OpenVINO's optimal number of requests)."""
     ov = require_openvino()
-    config = {"PERFORMANCE_HINT": "THROUGHPUT", **({"INFERENCE_NUM_THREADS": threads} if threads else {}),
+    config = {"PERFORMANCE_HINT": "LATENCY" if latency else "THROUGHPUT",
+              **({"INFERENCE_NUM_THREADS": threads} if threads else {}),
               **(config or {})}
     compiled = ov.Core().compile_model(ov_model, "CPU", config)
     order = input_order(compiled)
@@ -126,6 +128,9 @@ class OpenVINORuntime:
         threads: int or None. CPU threads (None: OpenVINO's default, every core).
         inference_precision: "float32", "bfloat16" or None (OpenVINO's choice for this CPU).
         pack_tokens: int or None. Tokens of a packed row (None: batches run padded).
+        latency: bool. Each call on every core, one call at a time (OpenVINO's LATENCY hint): for
+            a caller that runs one batch at a time (`keras-bert serve --batches-in-flight 1`);
+            default False: streams split the cores and `predict` runs that many batches at once.
     Example:
         ```python
         import numpy as np
@@ -148,13 +153,14 @@ class OpenVINORuntime:
 
     width_multiple = 1  # what `predict` rounds a batch's width up to on this runtime
 
-    def __init__(self, threads=None, inference_precision=None, pack_tokens=None):
+    def __init__(self, threads=None, inference_precision=None, pack_tokens=None, latency=False):
         if inference_precision not in PRECISION_HINTS:
             raise ValueError(f"inference_precision={inference_precision!r}: one of "
                              f"{', '.join(map(repr, PRECISION_HINTS))}.")
         if pack_tokens is not None:
             check_row_tokens(pack_tokens, "pack_tokens")  # None: no packing
         self.threads, self.inference_precision, self.pack_tokens = threads, inference_precision, pack_tokens
+        self.latency = latency
         self.precision = None
         self.streams = 1  # batches `predict` runs at once (OpenVINO's number, once compiled)
         self._compiled = None  # (weights fingerprint, runner)
@@ -179,7 +185,8 @@ class OpenVINORuntime:
 
     def runner(self, model, ov_model, names):
         hint = PRECISION_HINTS[self.inference_precision]
-        return compiled_runner(ov_model, names, self.threads, {"INFERENCE_PRECISION_HINT": hint} if hint else None)
+        return compiled_runner(ov_model, names, self.threads, {"INFERENCE_PRECISION_HINT": hint} if hint else None,
+                               latency=self.latency)
 
 
 class Int8Runtime(OpenVINORuntime):
@@ -209,6 +216,7 @@ class Int8Runtime(OpenVINORuntime):
         threads: int or None. CPU threads (None: every core).
         pack_tokens: int or None. Tokens of a packed row (`OpenVINORuntime`; None: padded). The
             packed program is the one calibrated and gated.
+        latency: bool. One call at a time on every core (`OpenVINORuntime`; default False).
     Example:
         ```python
         import numpy as np
@@ -227,8 +235,9 @@ class Int8Runtime(OpenVINORuntime):
         ```
     """
 
-    def __init__(self, calibration=None, keep_float=(), samples=300, min_cosine=0.99, threads=None, pack_tokens=None):
-        super().__init__(threads, pack_tokens=pack_tokens)
+    def __init__(self, calibration=None, keep_float=(), samples=300, min_cosine=0.99, threads=None, pack_tokens=None,
+                 latency=False):
+        super().__init__(threads, pack_tokens=pack_tokens, latency=latency)
         self.calibration = calibration
         self.keep_float = tuple(keep_float)
         self.samples, self.min_cosine = samples, min_cosine
@@ -280,7 +289,7 @@ class Int8Runtime(OpenVINORuntime):
                            if FFN_OUTPUT[0] not in first else [])
         for keep in tries:
             quantized = self._quantize(nncf, ov_model.clone(), batches, keep)
-            run = compiled_runner(quantized, names, self.threads)
+            run = compiled_runner(quantized, names, self.threads, latency=self.latency)
             worst = min(_agreement(run(b), w, b["padding_mask"]) for b, w in zip(batches, want))
             if worst >= self.min_cosine:
                 self.quantization, self.kept_float, self.worst_cosine = "static", keep, worst

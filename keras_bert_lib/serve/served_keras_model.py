@@ -23,12 +23,13 @@ class ServedKerasModel(ServedModel):
     docs/benchmarks.md times both).
 
     A batch closes at `max_batch_size` texts or `max_batch_tokens` tokens, and up to `in_flight`
-    batches run at once while the next forms. Texts are tokenized in a worker thread (never on
-    the event loop), as many in one call as can be (one text costs about what sixteen do): each
-    formed batch in its run, or, where the token budget can close a batch before its count
-    (`max_batch_size` texts of the model's length hold more than `max_batch_tokens`), as requests
-    arrive, those waiting together in one call, so that each text's count is known when batches
-    form.
+    batches run at once while the next forms (None: one on OpenVINO, each on every core, which
+    answers a lone client fastest and keeps up with two at once under load; two on TensorFlow).
+    Texts are tokenized in a worker thread (never on the event loop), as many in one call as can
+    be (one text costs about what sixteen do): each formed batch in its run, or, where the token
+    budget can close a batch before its count (`max_batch_size` texts of the model's length hold
+    more than `max_batch_tokens`), as requests arrive, those waiting together in one call, so
+    that each text's count is known when batches form.
     A formed batch is padded as the preprocessor pads a call (per-token outputs are then as wide
     as the SavedModel's) and runs as `predict` runs it (`fixed_predictor`: the path resolved
     once at load, as a served model's weights do not change). On OpenVINO, with an encoder of
@@ -58,12 +59,14 @@ class ServedKerasModel(ServedModel):
     """
 
     def __init__(self, name, path, dtype="auto", calibration=None, max_batch_size=32, batch_timeout_micros=0,
-                 limits=Limits(), on_batch=None, max_batch_tokens=None, in_flight=2, chunk_size=4, runtime="auto",
+                 limits=Limits(), on_batch=None, max_batch_tokens=None, in_flight=None, chunk_size=4, runtime="auto",
                  pack_tokens=64):
-        super().__init__(name, path, max_batch_size, batch_timeout_micros, limits, on_batch,
-                         max_batch_tokens=max_batch_tokens, in_flight=in_flight)
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime={runtime!r}: one of {', '.join(RUNTIMES)}.")
+        if in_flight is None:
+            in_flight = 1 if dtype == "int8" or on_openvino_runtime(runtime) else 2
+        super().__init__(name, path, max_batch_size, batch_timeout_micros, limits, on_batch,
+                         max_batch_tokens=max_batch_tokens, in_flight=in_flight)
         self.dtype, self.calibration, self.chunk_size, self.runtime = dtype, calibration, chunk_size, runtime
         self.pack_tokens = pack_tokens
         self.model = self._tokenize = self._predict = self._count_first = None
@@ -87,10 +90,11 @@ class ServedKerasModel(ServedModel):
         self.precision = set_inference_dtype(self.model, self.dtype)
         on_openvino = self.dtype == "int8" or on_openvino_runtime(self.runtime)
         pack = self.pack_tokens if on_openvino and can_pack(self.model) else None
+        latency = self.batcher.in_flight == 1  # one batch at a time: each on every core
         if self.dtype == "int8":
             from keras_bert_lib.runtime.openvino import Int8Runtime
 
-            self.model.runtime = Int8Runtime(calibration=self.calibration, pack_tokens=pack)
+            self.model.runtime = Int8Runtime(calibration=self.calibration, pack_tokens=pack, latency=latency)
             if self.calibration:
                 self.precision += f"; calibrated on {len(self.calibration)} texts"
         elif on_openvino:
@@ -100,7 +104,7 @@ class ServedKerasModel(ServedModel):
             chosen = choose_inference_dtype(self.model.inference_dtype, self.model.encoder.layers_dtype_policy,
                                             self.model.encoder.config.hidden_size)
             self.model.runtime = OpenVINORuntime(inference_precision="bfloat16" if chosen == "bfloat16" else "float32",
-                                                 pack_tokens=pack)
+                                                 pack_tokens=pack, latency=latency)
         spec = tf.TensorSpec((None,), tf.string)
         preprocessor = self.model.preprocessor
         self._tokenize = tf.function(

@@ -32,8 +32,9 @@ class ServedModel(Model):
         name: str. The model's name in the URLs.
         path: str. The SavedModel folder (one version).
         max_batch_size, batch_timeout_micros, max_batch_tokens, in_flight: the batcher's (`Batcher`);
-            a size of 1 turns batching off. The token budget counts each text's tokens through the
-            SavedModel's `token_counts` signature (one exported before it existed batches by count).
+            a size of 1 turns batching off; `in_flight` None is 2, which keeps TensorFlow's cores
+            busy. The token budget counts each text's tokens through the SavedModel's
+            `token_counts` signature (one exported before it existed batches by count).
         limits: `Limits` of one request.
     Example:
         ```python
@@ -43,12 +44,13 @@ class ServedModel(Model):
     """
 
     def __init__(self, name, path, max_batch_size=32, batch_timeout_micros=0, limits=Limits(), on_batch=None,
-                 max_batch_tokens=None, in_flight=2):
+                 max_batch_tokens=None, in_flight=None):
         super().__init__(name)
         self.path, self.limits = path, limits
         self.signature = self.inputs = self.outputs = self.counter = None
         self.precision = None
-        self.batcher = Batcher(self._run, max_batch_size, batch_timeout_micros, on_batch, max_batch_tokens, in_flight)
+        self.batcher = Batcher(self._run, max_batch_size, batch_timeout_micros, on_batch, max_batch_tokens,
+                               in_flight or 2)
 
     def load(self):
         self.signature, self.inputs, self.outputs, self.counter = load_text_signature(self.path, token_counts=True)

@@ -130,7 +130,7 @@ def _config_specs(config_file):
 
 def serve(specs, host="127.0.0.1", port=8501, max_batch_size=32, batch_timeout_micros=0, limits=Limits(),
           grace_period=30, access_log=False, max_body_bytes=4 << 20, read_timeout=30.0, idle_timeout=65, sock=None,
-          dtype="auto", calibration=None, max_batch_tokens=16384, in_flight=2, runtime="auto", pack_tokens=64):
+          dtype="auto", calibration=None, max_batch_tokens=16384, in_flight=None, runtime="auto", pack_tokens=64):
     """Serves `specs` (`model_specs`) until SIGTERM or Ctrl-C, then finishes the requests in
     flight (up to `grace_period` seconds). The port is taken first (0: any free port; the log
     line that says where the server listens names it), or `sock` is the one
@@ -153,7 +153,8 @@ def serve(specs, host="127.0.0.1", port=8501, max_batch_size=32, batch_timeout_m
     of texts, where given), on `runtime` "auto" (OpenVINO where it is installed), "openvino" or
     "tensorflow", each batch packed in rows of `pack_tokens` tokens where it runs on OpenVINO
     (None: padded). Batches close at `max_batch_size` texts or `max_batch_tokens` tokens,
-    and `in_flight` of them run at once (`Batcher`).
+    and `in_flight` of them run at once (`Batcher`; None: one on OpenVINO, each on every core,
+    two on TensorFlow).
 
     Example:
         ```python

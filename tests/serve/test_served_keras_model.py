@@ -2,10 +2,11 @@
 padded as the preprocessor pads it; OpenVINO by default where installed, TensorFlow on request, both
 with `predict`'s float32 answers; int8 calibrated on `--calibration`, 16 clients each sending single
 texts at once (each batch packed), every answer equal to the text's answer alone from the same int8
-model and within cosine 0.99 of float32, nothing lost; a SavedModel asked for int8 is refused in
-one line."""
+model and within cosine 0.99 of float32, nothing lost; on OpenVINO one call at a time on every
+core by default; a SavedModel asked for int8 is refused in one line."""
 
 import concurrent.futures
+import os
 import sys
 
 import keras
@@ -131,9 +132,16 @@ def test_a_run_folder_runs_on_openvino_by_default_with_predicts_answers(tmp_path
         served.load()
         assert served.precision.startswith(words), served.precision
         assert served.precision.endswith("packed in rows of 64 tokens") == (runtime == "auto")
+        # OpenVINO: one call at a time, on one stream of every core (LATENCY); TensorFlow: two
+        assert served.batcher.in_flight == (1 if runtime == "auto" else 2)
+        if runtime == "auto":
+            assert served.model.runtime.latency and served.model.runtime.streams == 1
         rows = served.tokenized([{"text": t} for t in texts])[0]
         got = np.array([row["embeddings"] for request in served._run([rows[:5], rows[5:]]) for row in request])
         np.testing.assert_allclose(got, want, atol=1e-5)  # two requests in one call: each text's own answer
+    two = ServedKerasModel("embedder", path, dtype="float32", in_flight=2)  # two at once: THROUGHPUT's streams
+    two.load()
+    assert not two.model.runtime.latency and two.model.runtime.streams >= min(2, os.cpu_count())
 
 
 def test_the_runtime_is_one_of_three_and_openvino_needs_its_extra(monkeypatch):

@@ -340,8 +340,8 @@ def _serve_flags(parser):
                         help="tokens per model call: a batch closes at this many tokens of its texts, or at "
                              "--max-batch-size texts, whichever comes first, as TEI's flag does (default: 16384)")
     parser.add_argument("--batches-in-flight", type=positive, default=None,
-                        help="model calls running at once, while the next batch forms; 1 runs each call on every "
-                             "core (default: 1 for a run folder on OpenVINO, 2 on TensorFlow)")
+                        help="model calls running at once, while the next batch forms; on OpenVINO, 1 runs each "
+                             "call on every core (default: 1 for a run folder on OpenVINO, 2 on TensorFlow)")
     parser.add_argument("--pack-tokens", type=non_negative, default=64,
                         help="a run folder's model on OpenVINO (encoders with learned absolute positions) runs "
                              "each batch packed: its texts end to end in rows of this many tokens, each attending "

@@ -209,20 +209,19 @@ def paired(run, folder, bodies, sent, args, batching):
     import statistics
     import time
 
+    def clients(url, requests, time_limit):  # 16 clients' texts/s
+        return run_load(f"{url}/v1/models/embedder:predict", bodies, concurrency=16, requests=requests,
+                        time_limit=time_limit)["texts_per_second"]
+
     with contextlib.ExitStack() as stack:
-        loads = {}
-        url, _ = stack.enter_context(running_server([f"embedder={run}", *batching], folder))
+        servers = {"keras-bert serve, run folder":
+                   stack.enter_context(running_server([f"embedder={run}", *batching], folder))[0]}
         if "st" not in args.skip:
-            st_url, _ = stack.enter_context(FastApiServer(folder))
-            loads["sentence-transformers + FastAPI"] = st_url
-        loads = {"keras-bert serve, run folder": url, **loads}
-        for where in loads.values():
-            run_load(f"{where}/v1/models/embedder:predict", bodies, concurrency=16, requests=args.warm_up,
-                     time_limit=600)
-        measures = {name: functools.partial(
-            lambda where: run_load(f"{where}/v1/models/embedder:predict", bodies, concurrency=16,
-                                   requests=args.requests, time_limit=args.time_limit)["texts_per_second"], where)
-            for name, where in loads.items()}
+            servers["sentence-transformers + FastAPI"] = stack.enter_context(FastApiServer(folder))[0]
+        for url in servers.values():
+            clients(url, args.warm_up, 600)
+        measures = {name: functools.partial(clients, url, args.requests, args.time_limit)
+                    for name, url in servers.items()}
         measures["bulk predict (auto)"] = stack.enter_context(BulkWorker(folder, sent))
         names, rows = list(measures), []
         for r in range(args.rounds):

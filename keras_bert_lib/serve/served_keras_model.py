@@ -63,8 +63,9 @@ class ServedKerasModel(ServedModel):
                  pack_tokens=64):
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime={runtime!r}: one of {', '.join(RUNTIMES)}.")
+        self.on_openvino = dtype == "int8" or on_openvino_runtime(runtime)
         if in_flight is None:
-            in_flight = 1 if dtype == "int8" or on_openvino_runtime(runtime) else 2
+            in_flight = 1 if self.on_openvino else 2
         super().__init__(name, path, max_batch_size, batch_timeout_micros, limits, on_batch,
                          max_batch_tokens=max_batch_tokens, in_flight=in_flight)
         self.dtype, self.calibration, self.chunk_size, self.runtime = dtype, calibration, chunk_size, runtime
@@ -88,8 +89,7 @@ class ServedKerasModel(ServedModel):
         self.class_names = (np.array([str(n).encode() for n in names], object)  # as TF's strings
                             if "class_name" in self.outputs else None)
         self.precision = set_inference_dtype(self.model, self.dtype)
-        on_openvino = self.dtype == "int8" or on_openvino_runtime(self.runtime)
-        pack = self.pack_tokens if on_openvino and can_pack(self.model) else None
+        pack = self.pack_tokens if self.on_openvino and can_pack(self.model) else None
         latency = self.batcher.in_flight == 1  # one batch at a time: each on every core
         if self.dtype == "int8":
             from keras_bert_lib.runtime.openvino import Int8Runtime
@@ -97,7 +97,7 @@ class ServedKerasModel(ServedModel):
             self.model.runtime = Int8Runtime(calibration=self.calibration, pack_tokens=pack, latency=latency)
             if self.calibration:
                 self.precision += f"; calibrated on {len(self.calibration)} texts"
-        elif on_openvino:
+        elif self.on_openvino:
             from keras_bert_lib.runtime.compile_path import choose_inference_dtype
             from keras_bert_lib.runtime.openvino import OpenVINORuntime
 
@@ -113,7 +113,7 @@ class ServedKerasModel(ServedModel):
             input_signature=[spec] * len(self.inputs))
         first = self.tokenized([{name: "a" for name in self.inputs}])[0]
         self.model.predict(self._padded(first), verbose=0)  # traces (and compiles): not a client's wait
-        if on_openvino and self.dtype != "int8":
+        if self.on_openvino and self.dtype != "int8":
             self.precision = (f"{self.model.runtime.precision} weights, OpenVINO on the CPU (--runtime tensorflow "
                               "runs TensorFlow, the path predict takes)")
         if pack:

@@ -50,7 +50,7 @@ class ServedModel(Model):
         self.signature = self.inputs = self.outputs = self.counter = None
         self.precision = None
         self.batcher = Batcher(self._run, max_batch_size, batch_timeout_micros, on_batch, max_batch_tokens,
-                               in_flight or 2)
+                               2 if in_flight is None else in_flight)
 
     def load(self):
         self.signature, self.inputs, self.outputs, self.counter = load_text_signature(self.path, token_counts=True)

@@ -3,6 +3,7 @@
 import math
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_bert_lib.layers.initializers import truncated_normal
@@ -24,12 +25,23 @@ def relative_position_buckets(length, buckets=256, max_position=512):
         ```
     """
     positions = ops.arange(length, dtype="int32")
-    relative = ops.cast(ops.expand_dims(positions, 1) - ops.expand_dims(positions, 0), "float32")  # i − j
+    relative = ops.expand_dims(positions, 1) - ops.expand_dims(positions, 0)  # i − j
+    distance = ops.take(_bucket_of_distance(buckets, max_position), ops.minimum(ops.abs(relative), max_position))
+    return ops.clip(ops.sign(relative) * distance + buckets, 0, 2 * buckets - 1)
+
+
+def _bucket_of_distance(buckets, max_position):
+    """int32 (max_position + 1,): the bucket of each distance d = |i − j| up to `max_position`
+    (any longer one is clipped to the last bucket): d itself within buckets/2, else
+    ⌈log(d/mid) / log((max_position − 1)/mid) · (mid − 1)⌉ + mid, in float32 as transformers
+    takes it. A table made once, so that no CPU's float32 log can move a distance across a bucket
+    edge (at d = max_position − 1 the ratio is exactly 1: an in-graph log put it one bucket off on
+    some CPUs)."""
     mid = buckets // 2
-    far = ops.where(ops.abs(relative) < mid, float(mid - 1), ops.abs(relative))
-    logs = ops.ceil(ops.log(far / mid) / math.log((max_position - 1) / mid) * (mid - 1)) + mid
-    bucket = ops.where(far <= mid, relative, logs * ops.sign(relative))
-    return ops.cast(ops.clip(bucket + buckets, 0, 2 * buckets - 1), "int32")
+    distance = np.arange(max_position + 1, dtype=np.float32)
+    far = np.maximum(distance, np.float32(mid))
+    logs = np.ceil(np.log(far / np.float32(mid)) / np.log(np.float32((max_position - 1) / mid)) * (mid - 1)) + mid
+    return np.where(distance <= mid, distance, logs).astype(np.int32)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_lib")

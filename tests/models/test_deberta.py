@@ -72,7 +72,8 @@ def test_the_built_encoder_counts_what_its_config_says():
     assert sorted(encoder.output) == ["sequence_output"]
 
 
-@pytest.mark.parametrize("length,buckets,reach", [(600, 256, 512), (50, 8, 32)])
+# (8, 4, 8) and (140, 64, 128) reach a distance of reach − 1, where the log ratio is exactly 1
+@pytest.mark.parametrize("length,buckets,reach", [(600, 256, 512), (50, 8, 32), (8, 4, 8), (140, 64, 128)])
 def test_the_log_buckets_are_transformers(length, buckets, reach):
     from transformers.models.deberta_v2.modeling_deberta_v2 import make_log_bucket_position
 

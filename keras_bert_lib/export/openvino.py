@@ -31,7 +31,9 @@ def export_openvino(model, path, int8=None):
 
     With `int8` (a `runtime.openvino.Int8Runtime`: its calibration texts, or none for dynamic
     quantization) the file holds NNCF's int8 model, gated as `predict` gates it and checked
-    against Keras by cosine (≥ 0.99).
+    against Keras by cosine (≥ 0.99). A static int8 file computes its float parts in float32 and
+    says so in its `runtime_options` (`INFERENCE_PRECISION_HINT`), which `openvino_runner` applies
+    and OpenVINO's own `compile_model` does not: pass it there.
 
     Args:
         model: a task model or `BertEncoder`.
@@ -100,7 +102,9 @@ def _name(port):
 
 
 def openvino_runner(path, threads=None):
-    """An `.xml` file compiled for the CPU, as a function id dict → {output name: array}.
+    """An `.xml` file compiled for the CPU, as a function id dict → {output name: array}: at the
+    precision its `runtime_options` name (a static int8 file's float parts: float32), else at
+    OpenVINO's choice for this CPU.
 
     Example:
         ```python
@@ -110,5 +114,7 @@ def openvino_runner(path, threads=None):
     ov = require_openvino()
     ov_model = ov.Core().read_model(os.fspath(path))
     names = [_name(port) for port in ov_model.outputs]
-    run = compiled_runner(ov_model, names, threads)
+    key = ["runtime_options", "INFERENCE_PRECISION_HINT"]  # a static int8 file's float32 (OpenVINO does not apply it)
+    precision = {key[1]: ov_model.get_rt_info(key).astype(str)} if ov_model.has_rt_info(key) else None
+    run = compiled_runner(ov_model, names, threads, precision)
     return lambda ids: dict(zip(names, run(ids)))

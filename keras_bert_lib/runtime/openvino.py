@@ -203,9 +203,11 @@ class Int8Runtime(OpenVINORuntime):
     live) is kept in float and it tries again, and if that fails too it refuses, with one line
     that names the layers to keep in float (`keep_float`) or says to predict in bfloat16. Layers
     kept in float from the start (the first block's feed-forward output lifts a model's worst
-    texts the most) cost speed: int8 runs fastest whole. On a CPU without VNNI or AMX every matmul
-    weight takes 7 bits (NNCF's overflow fix): AVX2 sums pairs of int8 products in int16, which
-    8-bit weights can overflow.
+    texts the most) cost speed: int8 runs fastest whole. The static program computes what stays
+    in float in float32 on every CPU, and its IR says so (OpenVINO's bfloat16 default on AMX
+    pushed it far from float32). On a CPU without VNNI or AMX every matmul weight takes 7 bits
+    (NNCF's overflow fix): AVX2 sums pairs of int8 products in int16, which 8-bit weights can
+    overflow.
 
     Args:
         calibration: list of texts (or of (first, second) pairs) or None. What to calibrate on.
@@ -289,7 +291,11 @@ class Int8Runtime(OpenVINORuntime):
                            if FFN_OUTPUT[0] not in first else [])
         for keep in tries:
             quantized = self._quantize(nncf, ov_model.clone(), batches, keep)
-            run = compiled_runner(quantized, names, self.threads, latency=self.latency)
+            # what stays in float runs in float32, and its IR says so: with OpenVINO's bfloat16
+            # default on AMX, all-MiniLM-L6-v2's static program failed the gate even with FFN_OUTPUT
+            quantized.set_rt_info("f32", ["runtime_options", "INFERENCE_PRECISION_HINT"])
+            run = compiled_runner(quantized, names, self.threads, {"INFERENCE_PRECISION_HINT": "f32"},
+                                  latency=self.latency)
             worst = min(_agreement(run(b), w, b["padding_mask"]) for b, w in zip(batches, want))
             if worst >= self.min_cosine:
                 self.quantization, self.kept_float, self.worst_cosine = "static", keep, worst

@@ -8,7 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_lib.atomic_write import default_mode
-from keras_bert_lib.export.signatures import ServingModule
+from keras_bert_lib.export.signatures import ServingModule, saving_quietly
 
 
 def export_saved_model(model, base_dir, preprocessor=None, version=1, pair=None):
@@ -60,7 +60,8 @@ def export_saved_model(model, base_dir, preprocessor=None, version=1, pair=None)
     os.makedirs(os.fspath(base_dir), exist_ok=True)
     staging = tempfile.mkdtemp(dir=os.fspath(base_dir), prefix=f".{version}-")
     try:
-        tf.saved_model.save(module, staging, signatures={**module.signatures(), **module.token_count_signature()})
+        with saving_quietly():
+            tf.saved_model.save(module, staging, signatures={**module.signatures(), **module.token_count_signature()})
         default_mode(staging)  # mkdtemp's 0700 would keep TF Serving, running as another user, out
         os.replace(staging, target)
     except BaseException:

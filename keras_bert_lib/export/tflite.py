@@ -10,7 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_lib.atomic_write import atomic_write_text
-from keras_bert_lib.export.signatures import ServingModule, agreement, check_batch
+from keras_bert_lib.export.signatures import ServingModule, agreement, check_batch, saving_quietly
 from keras_bert_lib.export.tflite_text import TFLiteTextModule, register_text_ops
 
 logger = logging.getLogger(__name__)
@@ -87,7 +87,8 @@ def export_tflite(model, path, quantization=None, preprocessor=None, representat
     module = TFLiteTextModule(model, preprocessor, pair) if text else ServingModule(model, text=False)
     signatures = module.signatures() if text else {"serving_ids": module.ids.get_concrete_function()}
     with tempfile.TemporaryDirectory() as tmp:
-        tf.saved_model.save(module, tmp, signatures=signatures)
+        with saving_quietly():
+            tf.saved_model.save(module, tmp, signatures=signatures)
         converter = tf.lite.TFLiteConverter.from_saved_model(tmp, signature_keys=list(signatures))
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
         converter.allow_custom_ops = text  # tensorflow-text's kernels (CUSTOM_OPS), registered at run time

@@ -32,11 +32,11 @@ def relative_position_buckets(length, buckets=256, max_position=512):
 
 def _bucket_of_distance(buckets, max_position):
     """int32 (max_position + 1,): the bucket of each distance d = |i − j| up to `max_position`
-    (any longer one is clipped to the last bucket): d itself within buckets/2, else
+    (a longer one takes max_position's): d itself within buckets/2, else
     ⌈log(d/mid) / log((max_position − 1)/mid) · (mid − 1)⌉ + mid, in float32 as transformers
-    takes it. A table made once, so that no CPU's float32 log can move a distance across a bucket
-    edge (at d = max_position − 1 the ratio is exactly 1: an in-graph log put it one bucket off on
-    some CPUs)."""
+    takes it. A constant of the graph, made in NumPy, so that no backend's or CPU's float32 log can
+    move a distance across a bucket edge (at d = max_position − 1 the ratio is exactly 1: a log in
+    TensorFlow's graph put it one bucket off on some CPUs)."""
     mid = buckets // 2
     distance = np.arange(max_position + 1, dtype=np.float32)
     far = np.maximum(distance, np.float32(mid))

@@ -1,5 +1,7 @@
 """SavedModel for TF Serving: raw strings in, the task's named outputs out."""
 
+import contextlib
+import logging
 import os
 import shutil
 import tempfile
@@ -8,7 +10,29 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_lib.atomic_write import default_mode
-from keras_bert_lib.export.signatures import ServingModule, saving_quietly
+from keras_bert_lib.export.signatures import ServingModule
+
+
+@contextlib.contextmanager
+def saving_quietly():
+    """While TensorFlow writes a SavedModel, its own logger keeps its notes (captured inputs renamed,
+    assets written) to itself: they name internal tensors no user acts on. Errors still show.
+
+    Example:
+        ```python
+        import logging
+        from keras_bert_lib.export.saved_model import saving_quietly
+        with saving_quietly():
+            assert not logging.getLogger("tensorflow").isEnabledFor(logging.WARNING)
+        ```
+    """
+    logger = logging.getLogger("tensorflow")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def export_saved_model(model, base_dir, preprocessor=None, version=1, pair=None):

@@ -1,7 +1,5 @@
 """What an exported model computes: each task's named outputs, on the id tensors and on raw strings."""
 
-import contextlib
-import logging
 import types
 
 import numpy as np
@@ -12,28 +10,6 @@ from keras_bert_lib.runtime.input_checks import INPUTS as ID_NAMES  # token_ids,
 from keras_bert_lib.tasks import CrossEncoder, SentenceEmbedder, SpanQuestionAnswerer, TextClassifier, TokenClassifier
 
 PAIR_TASKS = (CrossEncoder, SpanQuestionAnswerer)  # always two texts: (query, passage), (question, context)
-
-
-@contextlib.contextmanager
-def saving_quietly():
-    """While TensorFlow writes a SavedModel, its own logger keeps its notes (captured inputs renamed,
-    assets written) to itself: they name internal tensors no user acts on. Errors still show.
-
-    Example:
-        ```python
-        import logging
-        from keras_bert_lib.export.signatures import saving_quietly
-        with saving_quietly():
-            assert not logging.getLogger("tensorflow").isEnabledFor(logging.WARNING)
-        ```
-    """
-    logger = logging.getLogger("tensorflow")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
 
 
 def output_names(model):

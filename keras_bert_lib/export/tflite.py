@@ -10,7 +10,8 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_lib.atomic_write import atomic_write_text
-from keras_bert_lib.export.signatures import ServingModule, agreement, check_batch, saving_quietly
+from keras_bert_lib.export.saved_model import saving_quietly
+from keras_bert_lib.export.signatures import ServingModule, agreement, check_batch
 from keras_bert_lib.export.tflite_text import TFLiteTextModule, register_text_ops
 
 logger = logging.getLogger(__name__)

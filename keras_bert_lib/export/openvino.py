@@ -114,7 +114,5 @@ def openvino_runner(path, threads=None):
     ov = require_openvino()
     ov_model = ov.Core().read_model(os.fspath(path))
     names = [_name(port) for port in ov_model.outputs]
-    key = ["runtime_options", "INFERENCE_PRECISION_HINT"]  # a static int8 file's float32 (OpenVINO does not apply it)
-    precision = {key[1]: ov_model.get_rt_info(key).astype(str)} if ov_model.has_rt_info(key) else None
-    run = compiled_runner(ov_model, names, threads, precision)
+    run = compiled_runner(ov_model, names, threads)  # at the precision its runtime_options name, if any
     return lambda ids: dict(zip(names, run(ids)))

@@ -78,10 +78,14 @@ def compiled_runner(ov_model, names, threads=None, config=None, latency=False):
     once on two cores run faster than one on both), or with `latency` its LATENCY hint (one
     stream on every core: for a caller that runs one call at a time, a server with one batch in
     flight); each call at once has an infer request of its own, and `run.streams` says how many
-    to run at once (OpenVINO's optimal number of requests)."""
+    to run at once (OpenVINO's optimal number of requests). A precision the model's IR names in
+    its `runtime_options` (a static int8 program's float32) is applied, as OpenVINO does not
+    apply it itself; `config` overrides it."""
     ov = require_openvino()
+    key = ["runtime_options", "INFERENCE_PRECISION_HINT"]
     config = {"PERFORMANCE_HINT": "LATENCY" if latency else "THROUGHPUT",
               **({"INFERENCE_NUM_THREADS": threads} if threads else {}),
+              **({key[1]: ov_model.get_rt_info(key).astype(str)} if ov_model.has_rt_info(key) else {}),
               **(config or {})}
     compiled = ov.Core().compile_model(ov_model, "CPU", config)
     order = input_order(compiled)
@@ -294,8 +298,7 @@ class Int8Runtime(OpenVINORuntime):
             # what stays in float runs in float32, and its IR says so: with OpenVINO's bfloat16
             # default on AMX, all-MiniLM-L6-v2's static program failed the gate even with FFN_OUTPUT
             quantized.set_rt_info("f32", ["runtime_options", "INFERENCE_PRECISION_HINT"])
-            run = compiled_runner(quantized, names, self.threads, {"INFERENCE_PRECISION_HINT": "f32"},
-                                  latency=self.latency)
+            run = compiled_runner(quantized, names, self.threads, latency=self.latency)
             worst = min(_agreement(run(b), w, b["padding_mask"]) for b, w in zip(batches, want))
             if worst >= self.min_cosine:
                 self.quantization, self.kept_float, self.worst_cosine = "static", keep, worst

@@ -7,6 +7,8 @@ this file against the new release. TensorFlow is imported inside the functions t
 models import this module on every backend.
 """
 
+import contextlib
+
 import keras
 
 # --- models: Keras' trainer -----------------------------------------------------------------
@@ -96,6 +98,46 @@ def in_multi_worker_mode(strategy):
 
     return (isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
             and strategy.extended._in_multi_worker_mode())
+
+
+# --- data: Keras' array adapter ----------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def arrays_without_autotune():
+    """While open, on TensorFlow, the tf.data dataset Keras makes of arrays for `fit`, `evaluate`
+    and `predict` (`ArrayDataAdapter.get_tf_dataset`) has tf.data's autotuning off.
+
+    Keras drops each epoch's iterator at the epoch's end, and TensorFlow 2.21 then waits out the
+    autotuning thread's sleep (`data.pipeline_options.without_autotune` says more): up to the
+    epoch's own length, with the processor idle. The options change no element, so the batches,
+    their order and every number stay Keras' own. Keras turns autotuning off in its `PyDataset`
+    adapter itself; its array adapter has no switch for it, so the method is swapped on the class,
+    for the whole process, while the outermost use is open."""
+    if keras.backend.backend() != "tensorflow":
+        yield
+        return
+    from keras.src.trainers.data_adapters.array_data_adapter import ArrayDataAdapter
+
+    keras_own = ArrayDataAdapter.get_tf_dataset
+    if getattr(keras_own, "without_autotune", False):  # an outer use is open
+        yield
+        return
+
+    import tensorflow as tf
+
+    options = tf.data.Options()
+    options.autotune.enabled = False
+
+    def get_tf_dataset(self):
+        return keras_own(self).with_options(options)
+
+    get_tf_dataset.without_autotune = True
+    ArrayDataAdapter.get_tf_dataset = get_tf_dataset
+    try:
+        yield
+    finally:
+        ArrayDataAdapter.get_tf_dataset = keras_own
 
 
 # --- layers ---------------------------------------------------------------------------------

@@ -53,6 +53,7 @@ TF_DATASET_CHECK = {("keras_bert_lib.runtime.input_checks", "checked_dataset"),
                     ("keras_bert_lib.keras_internals", "update_step"),
                     ("keras_bert_lib.keras_internals", "_apply_weight_decay"),
                     ("keras_bert_lib.keras_internals", "onednn_enabled"),
+                    ("keras_bert_lib.keras_internals", "arrays_without_autotune"),
                     ("keras_bert_lib.runtime.compile_path", "accelerator_has_bfloat16"),
                     ("keras_bert_lib.runtime.compile_path", "compiled_call"),
                     ("keras_bert_lib.runtime.compile_path", "_traced_once")}

@@ -7,7 +7,12 @@ import contextlib
 import keras
 import numpy as np
 
-from keras_bert_lib.keras_internals import ResolvesAutoJitCompile, fit_held_out_batches, is_fit_held_out_pass
+from keras_bert_lib.keras_internals import (
+    ResolvesAutoJitCompile,
+    arrays_without_autotune,
+    fit_held_out_batches,
+    is_fit_held_out_pass,
+)
 from keras_bert_lib.runtime.compile_path import choose_jit_compile, graph_call, inference_streams
 from keras_bert_lib.runtime.evaluate_in_flight import evaluating_in_flight
 from keras_bert_lib.runtime.input_checks import check_inputs, checked_dataset, concrete, is_tf_dataset
@@ -29,6 +34,8 @@ class EntryPoints(ResolvesAutoJitCompile):
     longest row, the results in the caller's order — with two batches in flight in TensorFlow's
     graph on a CPU, `predict` on `inference_model()` (a bfloat16 copy where it pays) or on the
     model's `runtime`. `steps`, `callbacks` or a dataset take Keras' own loop, on this model.
+    Arrays reach Keras' loops with tf.data's autotuning off (`arrays_without_autotune`): Keras'
+    own batches, without TensorFlow's idle wait at each epoch's end.
 
     The model defines `_input_config()` (its EncoderConfig) and `_extra_inputs` (index inputs).
     Keras' `jit_compile="auto"` is resolved by the runtime's rule (`compile_path.choose_jit_compile`)
@@ -105,7 +112,8 @@ class EntryPoints(ResolvesAutoJitCompile):
             return keras.tree.map_structure(lambda a: a[:0], super().predict(one, verbose=0))
         if self._widths_vary and steps is None and not callbacks and isinstance(x, dict) and "padding_mask" in x:
             return self._predict_by_length(x, batch_size or 32, verbose)
-        return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks)
+        with arrays_without_autotune():
+            return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks)
 
     def predict_on_batch(self, x):
         return super().predict_on_batch(self._check(self._input_ids(x)))
@@ -118,7 +126,8 @@ class EntryPoints(ResolvesAutoJitCompile):
             size = kwargs.get("validation_batch_size") or kwargs.get("batch_size") or (args[0] if args else None)
             kwargs["validation_data"] = self._held_out(kwargs["validation_data"], size)
         self._prepare_fit(x, args, kwargs)
-        return super().fit(x, y, *args, **kwargs)
+        with arrays_without_autotune():
+            return super().fit(x, y, *args, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None, steps=None,
                  callbacks=None, return_dict=False, **kwargs):
@@ -136,8 +145,9 @@ class EntryPoints(ResolvesAutoJitCompile):
             with evaluating_in_flight(self, len(data)):
                 return super().evaluate(data, verbose=verbose, callbacks=callbacks, return_dict=return_dict,
                                         **kwargs)
-        return super().evaluate(x, y, batch_size=batch_size, verbose=verbose, sample_weight=sample_weight,
-                                steps=steps, callbacks=callbacks, return_dict=return_dict, **kwargs)
+        with arrays_without_autotune():
+            return super().evaluate(x, y, batch_size=batch_size, verbose=verbose, sample_weight=sample_weight,
+                                    steps=steps, callbacks=callbacks, return_dict=return_dict, **kwargs)
 
     def train_on_batch(self, x, y=None, *args, **kwargs):
         x = self._check(self._input_ids(x))

@@ -8,6 +8,7 @@ import inspect
 import pathlib
 
 import keras
+import numpy as np
 import pytest
 
 # (object to look in, private name, what keras_internals.py uses it for)
@@ -27,6 +28,8 @@ INTERNALS = [
     ("keras.src.backend.tensorflow.optimizer.TFOptimizer", "_all_reduce_sum_gradients",
      "the all-reduce done once, in _clip_gradients"),
     ("tensorflow.python.util._pywrap_util_port", "IsMklEnabled", "whether oneDNN's CPU kernels are on"),
+    ("keras.src.trainers.data_adapters.array_data_adapter.ArrayDataAdapter", "get_tf_dataset",
+     "arrays reach Keras' loops with tf.data's autotuning off"),
 ]
 # KServe's, used by serve/routes.py (the server's own module), not by the models
 KSERVE = [
@@ -124,3 +127,58 @@ def test_set_untracked_leaves_a_plain_list_where_keras_would_wrap_and_visit_it()
     layer.tracked = tokens
     set_untracked(layer, tokens=tokens)
     assert layer.tokens is tokens and type(layer.tracked) is not list and layer.tracked == tokens
+
+
+def test_keras_array_dataset_has_autotuning_off_while_open_and_gives_keras_own_batches():
+    """Inside `arrays_without_autotune` (nested too) the dataset Keras makes of arrays has
+    tf.data's autotuning off and yields the batches Keras' own gives, shuffled by the same seed;
+    when the outermost use closes, Keras' method is back."""
+    from keras.src.trainers.data_adapters.array_data_adapter import ArrayDataAdapter
+
+    from keras_bert_lib.keras_internals import arrays_without_autotune
+
+    keras_own, x = ArrayDataAdapter.get_tf_dataset, np.arange(14.0).reshape(7, 2)
+
+    def batches():
+        keras.utils.set_random_seed(0)
+        data = ArrayDataAdapter(x, batch_size=2, shuffle=True).get_tf_dataset()
+        return data.options().autotune.enabled, [b.numpy().tolist() for b in data]
+
+    autotuned, keras_batches = batches()
+    with arrays_without_autotune():
+        with arrays_without_autotune():
+            assert batches() == (False, keras_batches)
+        assert ArrayDataAdapter.get_tf_dataset is not keras_own  # the outer use is still open
+    assert ArrayDataAdapter.get_tf_dataset is keras_own and autotuned is not False
+    assert len(keras_batches) == 4 and sorted(sum(keras_batches, [])) == x.tolist()
+
+
+@pytest.mark.slow
+def test_fit_evaluate_and_predict_take_arrays_to_keras_loops_with_autotuning_off():
+    """A task model's `fit` (its held-out pass too), and `evaluate` and `predict` on Keras' own
+    loop (steps, callbacks), run while `arrays_without_autotune` is open, and only then."""
+    from keras.src.trainers.data_adapters.array_data_adapter import ArrayDataAdapter
+
+    from keras_bert_lib import TextClassifier, bert_tiny
+
+    seen = []
+
+    class Sees(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            seen.append(("fit", getattr(ArrayDataAdapter.get_tf_dataset, "without_autotune", False)))
+
+        def on_test_begin(self, logs=None):
+            seen.append(("evaluate", getattr(ArrayDataAdapter.get_tf_dataset, "without_autotune", False)))
+
+        def on_predict_begin(self, logs=None):
+            seen.append(("predict", getattr(ArrayDataAdapter.get_tf_dataset, "without_autotune", False)))
+
+    ids = np.random.default_rng(0).integers(5, 100, (8, 6)).astype("int32")
+    x, y = {"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": np.ones_like(ids)}, np.arange(8) % 2
+    model = TextClassifier(bert_tiny(vocab_size=100, num_hidden_layers=1), num_classes=2)
+    model.fit(x, y, batch_size=4, epochs=2, validation_data=(x, y), callbacks=[Sees()], verbose=0)
+    model.evaluate(x, y, batch_size=4, steps=2, callbacks=[Sees()], verbose=0)
+    model.predict(x, batch_size=4, callbacks=[Sees()], verbose=0)
+    assert seen == [("fit", True), ("evaluate", True), ("fit", True), ("evaluate", True),
+                    ("evaluate", True), ("predict", True)]
+    assert not hasattr(ArrayDataAdapter.get_tf_dataset, "without_autotune")

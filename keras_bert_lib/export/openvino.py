@@ -114,5 +114,5 @@ def openvino_runner(path, threads=None):
     ov = require_openvino()
     ov_model = ov.Core().read_model(os.fspath(path))
     names = [_name(port) for port in ov_model.outputs]
-    run = compiled_runner(ov_model, names, threads)  # at the precision its runtime_options name, if any
+    run = compiled_runner(ov_model, names, threads)
     return lambda ids: dict(zip(names, run(ids)))

@@ -25,6 +25,8 @@ logger = logging.getLogger("keras_bert_lib")
 FFN_OUTPUT = ("ffn/output",)
 # `OpenVINORuntime`'s inference_precision → OpenVINO's INFERENCE_PRECISION_HINT (None: its own choice)
 PRECISION_HINTS = {None: None, "float32": "f32", "bfloat16": "bf16"}
+# Where an IR names the precision it must run at (`compiled_runner` applies it; OpenVINO does not)
+IR_PRECISION = ["runtime_options", "INFERENCE_PRECISION_HINT"]
 
 
 def require_openvino():
@@ -82,10 +84,10 @@ def compiled_runner(ov_model, names, threads=None, config=None, latency=False):
     its `runtime_options` (a static int8 program's float32) is applied, as OpenVINO does not
     apply it itself; `config` overrides it."""
     ov = require_openvino()
-    key = ["runtime_options", "INFERENCE_PRECISION_HINT"]
     config = {"PERFORMANCE_HINT": "LATENCY" if latency else "THROUGHPUT",
               **({"INFERENCE_NUM_THREADS": threads} if threads else {}),
-              **({key[1]: ov_model.get_rt_info(key).astype(str)} if ov_model.has_rt_info(key) else {}),
+              **({IR_PRECISION[1]: ov_model.get_rt_info(IR_PRECISION).astype(str)}
+                 if ov_model.has_rt_info(IR_PRECISION) else {}),
               **(config or {})}
     compiled = ov.Core().compile_model(ov_model, "CPU", config)
     order = input_order(compiled)
@@ -297,7 +299,7 @@ class Int8Runtime(OpenVINORuntime):
             quantized = self._quantize(nncf, ov_model.clone(), batches, keep)
             # what stays in float runs in float32, and its IR says so: with OpenVINO's bfloat16
             # default on AMX, all-MiniLM-L6-v2's static program failed the gate even with FFN_OUTPUT
-            quantized.set_rt_info("f32", ["runtime_options", "INFERENCE_PRECISION_HINT"])
+            quantized.set_rt_info("f32", IR_PRECISION)
             run = compiled_runner(quantized, names, self.threads, latency=self.latency)
             worst = min(_agreement(run(b), w, b["padding_mask"]) for b, w in zip(batches, want))
             if worst >= self.min_cosine:

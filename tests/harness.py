@@ -64,12 +64,12 @@ def _make(spec, **extra):
 
 def checks_for(spec):
     """The checks that apply: padding invariance needs a padding mask; a fresh process is for
-    the specs that ask for one, and it makes both files and compares each as the in-process file
-    checks do (the same tolerances), so those two are left out where it runs."""
-    in_fresh_process = (check_keras_file, check_saved_model) if spec.fresh_process else ()
-    return [c for c in LAYER_CHECKS
-            if (c is not check_padding_invariance or spec.padding_mask is not None)
-            and (c is not check_fresh_process or spec.fresh_process) and c not in in_fresh_process]
+    the specs that ask for one, and there it replaces the in-process file checks (it makes both
+    files and compares each at their tolerances)."""
+    left_out = {check_keras_file, check_saved_model} if spec.fresh_process else {check_fresh_process}
+    if spec.padding_mask is None:
+        left_out.add(check_padding_invariance)
+    return [c for c in LAYER_CHECKS if c not in left_out]
 
 
 def _call(spec, layer, inputs, padding_mask, **kw):

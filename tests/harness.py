@@ -34,7 +34,7 @@ class LayerSpec:
     output_dtype: str | None = None  # None: the compute dtype; heads return "float32"
     stochastic: bool = False  # True when training=True must change the output (dropout > 0)
     dict_input: bool = False  # models: call(inputs_dict), the mask inside it
-    fresh_process: bool = False  # models: also load .keras and SavedModel in a fresh interpreter
+    fresh_process: bool = False  # models: load .keras and SavedModel in a fresh interpreter, not in this one
 
 
 # --- input helpers --------------------------------------------------------------------------

@@ -220,13 +220,13 @@ class ServingModule(tf.Module):
         return {**outputs, "class_name": tf.gather(self.class_names, outputs["label"])}
 
     def signatures(self):
-        """{"serving_default": strings (or ids without a preprocessor), "serving_ids": ids}."""
-        ids = self.ids.get_concrete_function()
-        default = self.text.get_concrete_function() if self.preprocessor is not None else ids
-        return {"serving_default": default, "serving_ids": ids}
+        """{"serving_default": strings (or ids without a preprocessor), "serving_ids": ids}, as the
+        `tf.function`s: `tf.saved_model.save` traces each once, where a concrete function traced
+        before the save is traced again inside it (TensorFlow keys a trace by the save context)."""
+        return {"serving_default": self.text if self.preprocessor is not None else self.ids, "serving_ids": self.ids}
 
     def token_count_signature(self):
         """{"token_counts": strings → int32 (B,), the tokens the model reads of each text, [CLS] and
         [SEP]s included, cut as `serving_default` cuts} with a preprocessor, else {}: what a server
         reports as usage (OpenAI's `prompt_tokens`)."""
-        return {"token_counts": self.token_counts.get_concrete_function()} if self.preprocessor is not None else {}
+        return {"token_counts": self.token_counts} if self.preprocessor is not None else {}

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from keras_bert_lib.atomic_write import atomic_write_text
 from keras_bert_lib.export.saved_model import saving_quietly
-from keras_bert_lib.export.signatures import ServingModule, agreement, check_batch
+from keras_bert_lib.export.signatures import ServingModule, agreement, check_batch, task_outputs
 from keras_bert_lib.export.tflite_text import TFLiteTextModule, register_text_ops
 
 logger = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ def export_tflite(model, path, quantization=None, preprocessor=None, representat
         raise ValueError("quantization='int8' calibrates the ids signature only: export with text=False and "
                          "tokenize in the app, or use 'dynamic_int8' for a text-in file.")
     module = TFLiteTextModule(model, preprocessor, pair) if text else ServingModule(model, text=False)
-    signatures = module.signatures() if text else {"serving_ids": module.ids.get_concrete_function()}
+    signatures = module.signatures() if text else {"serving_ids": module.ids}
     with tempfile.TemporaryDirectory() as tmp:
         with saving_quietly():
             tf.saved_model.save(module, tmp, signatures=signatures)
@@ -107,7 +107,7 @@ def export_tflite(model, path, quantization=None, preprocessor=None, representat
             flat = converter.convert()
     # Checked on random ids, or for int8 on the calibration rows: a model calibrated on real text
     # is not meant to keep random ids (MiniLM's pooled output: cosine 0.25 on them).
-    checks = [agreement(run_tflite(flat, feed), {k: np.asarray(v) for k, v in module.ids(feed).items()})
+    checks = [agreement(run_tflite(flat, feed), {k: np.asarray(v) for k, v in task_outputs(model, feed).items()})
               for feed in (rows[:8] if rows else [check_batch(model)])]
     if text:
         checks.append(_check_text(flat, module))
@@ -157,7 +157,7 @@ def _check_text(flat, module):
             raise RuntimeError(f"The TFLite file's tokenizer gives other {name} than the preprocessor on "
                                f"{PROBES!r}; nothing was written.")
     return agreement(run_tflite(flat, feed, "serving_default"),
-                     {k: np.asarray(v) for k, v in module.ids({k: v for k, v in exact.items()}).items()})
+                     {k: np.asarray(v) for k, v in task_outputs(module.model, dict(exact)).items()})
 
 
 def tflite_runner(model, signature="serving_ids", threads=None):

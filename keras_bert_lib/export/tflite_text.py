@@ -81,7 +81,7 @@ class TFLiteTextModule(ServingModule):
 
     def signatures(self):
         """{"serving_default": strings → outputs, "serving_ids": ids → outputs, "tokenize": strings → ids}."""
-        return {**super().signatures(), "tokenize": self.tokenize.get_concrete_function()}
+        return {**super().signatures(), "tokenize": self.tokenize}
 
 
 def register_text_ops():

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from keras_bert_lib import CrossEncoder, SentenceEmbedder, SpanQuestionAnswerer, TextClassifier, TokenClassifier
 from keras_bert_lib.export import export_saved_model
-from keras_bert_lib.export.signatures import task_outputs
+from keras_bert_lib.export.signatures import ServingModule, task_outputs
 from tests import harness
 from tests.tasks.test_task_models import _preprocessor, _tiny
 
@@ -94,6 +94,14 @@ def test_a_regression_serves_one_score_and_an_embedder_its_embeddings_per_row():
     out = task_outputs(embedder, ids)
     assert list(out) == ["embeddings"]
     np.testing.assert_allclose(out["embeddings"].numpy(), embedder.predict(ids, verbose=0), atol=1e-6)
+
+
+def test_saving_traces_each_signature_once(tmp_path):
+    """export_saved_model's save: a concrete function traced before `tf.saved_model.save` would be
+    traced again inside it (TensorFlow keys a trace by the save context), the model twice."""
+    module = ServingModule(TextClassifier(_tiny(), 2, preprocessor=_preprocessor()))
+    tf.saved_model.save(module, str(tmp_path), signatures={**module.signatures(), **module.token_count_signature()})
+    assert [f.experimental_get_tracing_count() for f in (module.ids, module.text, module.token_counts)] == [1, 1, 1]
 
 
 @pytest.mark.slow

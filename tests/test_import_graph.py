@@ -56,7 +56,8 @@ TF_DATASET_CHECK = {("keras_bert_lib.runtime.input_checks", "checked_dataset"),
                     ("keras_bert_lib.keras_internals", "arrays_without_autotune"),
                     ("keras_bert_lib.runtime.compile_path", "accelerator_has_bfloat16"),
                     ("keras_bert_lib.runtime.compile_path", "compiled_call"),
-                    ("keras_bert_lib.runtime.compile_path", "_traced_once")}
+                    ("keras_bert_lib.runtime.compile_path", "inference_function"),
+                    ("keras_bert_lib.runtime.compile_path", "any_shape")}
 
 
 def _module_name(path):

@@ -417,11 +417,58 @@ def graph_call(model):
     return call, 1
 
 
-def _traced_once(model):
-    """`graph_call`'s function: traced at the first batch's dtypes with every dimension unknown."""
+def inference_function(model):
+    """`model(x, training=False)` as one TensorFlow function, kept on the model (not tracked, not
+    saved): `predict` (`graph_call`) and held-out passes (`evaluate_in_flight`) both run it and
+    trace it at every dimension unknown (`any_shape`), so a model's forward pass is traced once
+    between them, whatever the widths and batch sizes of its data.
+
+    Example:
+        ```python
+        import numpy as np
+        from keras_bert_lib import bert_tiny
+        from keras_bert_lib.runtime.compile_path import any_shape, inference_function
+        encoder = bert_tiny(num_hidden_layers=1)
+        ids = {k: np.ones((2, 5), "int32") for k in ("token_ids", "segment_ids", "padding_mask")}
+        inference_function(encoder).get_concrete_function(any_shape(ids))
+        inference_function(encoder)({k: v[:, :3] for k, v in ids.items()})["pooled_output"].shape   # (2, 128)
+        assert inference_function(encoder).experimental_get_tracing_count() == 1
+        ```
+    """
     import tensorflow as tf
 
-    function = tf.function(lambda ids: model(ids, training=False))
+    function = getattr(model, "_inference_function", None)
+    if function is None:
+        function = tf.function(lambda x: model(x, training=False))
+        object.__setattr__(model, "_inference_function", function)
+    return function
+
+
+def any_shape(structure):
+    """`tf.TensorSpec`s of `structure`'s arrays, tensors or specs, each with its rank and dtype and
+    every dimension unknown (other specs as they are).
+
+    Example:
+        ```python
+        import numpy as np
+        from keras_bert_lib.runtime.compile_path import any_shape
+        any_shape({"token_ids": np.ones((2, 5), "int32")})["token_ids"].shape   # TensorShape([None, None])
+        ```
+    """
+    import tensorflow as tf
+
+    def relaxed(value):
+        if isinstance(value, tf.TypeSpec) and not isinstance(value, tf.TensorSpec):
+            return value
+        dtype = tf.as_dtype(value.dtype)
+        return tf.TensorSpec((None,) * len(value.shape), dtype)
+
+    return tf.nest.map_structure(relaxed, structure)
+
+
+def _traced_once(model):
+    """`graph_call`'s function: `inference_function`, traced once for each set of dtypes and ranks."""
+    function = inference_function(model)
     traced, lock = set(), threading.Lock()
 
     def call(ids):
@@ -430,8 +477,7 @@ def _traced_once(model):
         if signature not in traced:
             with lock:  # one trace at any shape: every later batch dispatches to it
                 if signature not in traced:
-                    function.get_concrete_function(
-                        {name: tf.TensorSpec((None,) * value.ndim, value.dtype) for name, value in ids.items()})
+                    function.get_concrete_function(any_shape(ids))
                     traced.add(signature)
         return keras.tree.map_structure(lambda t: t.numpy(), function(ids))
 

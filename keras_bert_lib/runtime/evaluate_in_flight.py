@@ -16,7 +16,7 @@ import itertools
 import keras
 
 from keras_bert_lib.keras_internals import held_out_update, runs_under_strategy
-from keras_bert_lib.runtime.compile_path import inference_streams
+from keras_bert_lib.runtime.compile_path import any_shape, inference_function, inference_streams
 from keras_bert_lib.runtime.length_buckets import in_flight
 
 
@@ -115,20 +115,21 @@ def _batches(iterator):
 
 
 def _step_functions(model, keras_function, spec):
-    """(forward, update) TensorFlow functions for elements of `spec`, traced once and kept until
-    `compile` makes Keras build a new test function (new metrics)."""
+    """(forward, update) TensorFlow functions for elements of `spec` at any width and batch size:
+    the forward pass is `predict`'s (`inference_function`, one trace between them), the update is
+    traced once and kept until `compile` makes Keras build a new test function (new metrics)."""
     import tensorflow as tf
 
     cached = getattr(model, "_in_flight_steps", None)
     if cached is None or cached[0] is not keras_function:
         cached = (keras_function, {})
         object.__setattr__(model, "_in_flight_steps", cached)  # not tracked, and not saved with the model
+    spec = any_shape(spec)
     key = repr(spec)
     if key not in cached[1]:
-        x_spec = keras.utils.unpack_x_y_sample_weight(spec)[0]
-        forward = tf.function(lambda x: model(x, training=False), input_signature=[x_spec])
-        outputs = forward.get_concrete_function().structured_outputs
-        y_spec = tf.nest.map_structure(lambda t: tf.TensorSpec(t.shape, t.dtype), outputs)
-        cached[1][key] = forward, tf.function(functools.partial(held_out_update, model), input_signature=[spec, y_spec])
+        forward = inference_function(model)
+        outputs = forward.get_concrete_function(keras.utils.unpack_x_y_sample_weight(spec)[0]).structured_outputs
+        update = tf.function(functools.partial(held_out_update, model), input_signature=[spec, any_shape(outputs)])
+        cached[1][key] = forward, update
     return cached[1][key]
 

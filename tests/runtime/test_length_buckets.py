@@ -14,7 +14,7 @@ import pytest
 from keras_bert_lib import CrossEncoder, SentenceEmbedder, TextClassifier, TokenClassifier, bert_tiny
 from keras_bert_lib.data import movie_reviews
 from keras_bert_lib.runtime import entry_points
-from keras_bert_lib.runtime.compile_path import graph_call, inference_streams
+from keras_bert_lib.runtime.compile_path import graph_call, inference_function, inference_streams
 from keras_bert_lib.runtime.length_buckets import bucket_width, in_flight, length_batches, predict_by_length
 from keras_bert_lib.text import BertPreprocessor, WordPieceTokenizer
 
@@ -231,6 +231,22 @@ def test_predict_runs_two_batches_at_once_on_a_cpu_with_the_same_outputs(monkeyp
     if keras.backend.backend() == "tensorflow":
         assert sum(name.startswith("predict_by_length") for name in threads) == 2
 
+
+
+@pytest.mark.slow
+def test_held_out_passes_and_predict_share_one_forward_trace_at_any_width():
+    """The first held-out pass has one width; later ones, and predict, have others: the model's
+    forward pass is traced once for all of them (`inference_function`)."""
+    classifier = TextClassifier(bert_tiny(vocab_size=30522, num_hidden_layers=1), 2, preprocessor=_preprocessor())
+    classifier.inference_dtype = None  # predict runs this model, not a bfloat16 copy
+    labels = np.arange(len(TEXTS)) % 2
+    for part in (slice(0, 4), slice(4, 60)):
+        classifier.evaluate(TEXTS[part], labels[part], batch_size=8, verbose=0)
+    classifier.predict(TEXTS[60:], verbose=0)
+    if keras.backend.backend() == "tensorflow":
+        forward = inference_function(classifier)
+        assert [f is forward for f, _ in classifier._in_flight_steps[1].values()] == [True]
+        assert forward.experimental_get_tracing_count() == 1
 
 
 @pytest.mark.slow

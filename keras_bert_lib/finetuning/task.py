@@ -142,7 +142,7 @@ class Task(abc.ABC):
         ```python
         from keras_bert_lib.finetuning import TASKS
         task = TASKS["ner"]
-        task.metrics, task.serves.outputs   # ('precision', 'recall', 'f1'), ('logits', 'tag_ids')
+        task.metrics, task.serves.outputs   # ('precision', 'recall', 'f1', 'accuracy'), ('logits', 'tag_ids')
         ```
     """
 

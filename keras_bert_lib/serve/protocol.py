@@ -82,12 +82,13 @@ def v1_rows(body, inputs, limits):
 def v1_response(results, columnar):
     """The TF Serving REST answer to `v1_rows`' request: `{"predictions": [...]}` (one object of
     outputs per instance, or the value itself for a single output) or, for the columnar format,
-    `{"outputs": {...}}`.
+    `{"outputs": {...}}` (one column per output, or the column itself for a single output).
 
     Example:
         ```python
         from keras_bert_lib.serve.protocol import v1_response
-        v1_response([{"label": 1}], columnar=True)   # {"outputs": {"label": [1]}}
+        v1_response([{"label": 1, "score": 0.5}], columnar=True)   # {"outputs": {"label": [1], "score": [0.5]}}
+        v1_response([{"label": 1}], columnar=True)   # {"outputs": [1]}
         ```
     """
     names = list(results[0]) if results else []

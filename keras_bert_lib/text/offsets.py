@@ -13,7 +13,7 @@ def character_offsets(sizes, ids, byte_starts, byte_ends):
         ```python
         import tensorflow as tf
         from keras_bert_lib.text.offsets import character_offsets
-        sizes = tf.ragged.constant([[1, 2, 1]], tf.int64)   # "aéb": é takes 2 bytes
+        sizes = tf.ragged.constant([[1, 2, 1]], tf.int64)   # the bytes of "aéb" (é takes 2)
         ids = tf.ragged.constant([[7, 8]])
         starts, ends = character_offsets(sizes, ids, tf.ragged.constant([[0, 3]]), tf.ragged.constant([[3, 4]]))
         starts.to_list(), ends.to_list()   # [[0, 2]], [[2, 3]]

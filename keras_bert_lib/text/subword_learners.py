@@ -40,7 +40,8 @@ def learn_sentencepiece(files, vocab_size=8000, output="spiece.model", lowercase
         corpus = os.path.join(tempfile.mkdtemp(), "corpus.txt")
         open(corpus, "w").write("the cat sat on the mat\\nthe dog ran far away\\n" * 50)
         tokenizer = learn_sentencepiece(corpus, 40, os.path.join(os.path.dirname(corpus), "spiece.model"))
-        tokenizer.cls_id, tokenizer.vocabulary_size()   # 2, 40
+        tokenizer.cls_id   # 2
+        tokenizer.vocabulary_size() <= 40   # True (a corpus this small holds fewer pieces than asked)
         ```
     Reference:
         Kudo & Richardson, 2018; Lan et al., 2020 (ALBERT's 30k unigram vocabulary)

@@ -129,7 +129,8 @@ def _step_functions(model, keras_function, spec):
     if key not in cached[1]:
         forward = inference_function(model)
         outputs = forward.get_concrete_function(keras.utils.unpack_x_y_sample_weight(spec)[0]).structured_outputs
-        update = tf.function(functools.partial(held_out_update, model), input_signature=[spec, any_shape(outputs)])
+        y_spec = tf.nest.map_structure(lambda t: tf.TensorSpec(t.shape, t.dtype), outputs)  # classes stay known
+        update = tf.function(functools.partial(held_out_update, model), input_signature=[spec, y_spec])
         cached[1][key] = forward, update
     return cached[1][key]
 

@@ -15,24 +15,27 @@ from keras_bert_lib.export.signatures import ServingModule
 
 @contextlib.contextmanager
 def saving_quietly():
-    """While TensorFlow writes a SavedModel, its own logger keeps its notes (captured inputs renamed,
-    assets written) to itself: they name internal tensors no user acts on. Errors still show.
+    """While TensorFlow writes a SavedModel, its loggers keep its notes (captured inputs renamed,
+    assets written) to themselves: they name internal tensors no user acts on. The renaming note
+    goes through absl's logger, the rest through TensorFlow's. Errors still show.
 
     Example:
         ```python
         import logging
         from keras_bert_lib.export.saved_model import saving_quietly
         with saving_quietly():
-            assert not logging.getLogger("tensorflow").isEnabledFor(logging.WARNING)
+            assert not any(logging.getLogger(n).isEnabledFor(logging.WARNING) for n in ("tensorflow", "absl"))
         ```
     """
-    logger = logging.getLogger("tensorflow")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
+    loggers = [logging.getLogger(name) for name in ("tensorflow", "absl")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
     try:
         yield
     finally:
-        logger.setLevel(level)
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
 
 
 def export_saved_model(model, base_dir, preprocessor=None, version=1, pair=None):

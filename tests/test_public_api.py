@@ -113,6 +113,7 @@ def _public_objects():
 
 PUBLIC = _public_objects()
 EXAMPLE = re.compile(r"Example:\n\s*```python\n(.*?)```", re.S)
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def _documented_examples():
@@ -135,7 +136,6 @@ def _documented_examples():
     return found
 
 
-DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 EXAMPLES = _documented_examples()
 
 

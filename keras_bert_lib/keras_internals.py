@@ -304,7 +304,7 @@ def onednn_enabled():
     Example:
         ```python
         from keras_bert_lib.keras_internals import onednn_enabled
-        onednn_enabled()   # True after `import keras_bert_lib` came first, on any x86 CPU
+        onednn_enabled()   # True (after `import keras_bert_lib` came first, on any x86 CPU)
         ```
     """
     try:

@@ -13,7 +13,7 @@ def progress_verbose():
     Example:
         ```python
         from keras_bert_lib.progress import progress_verbose
-        verbose = progress_verbose()   # 2 under pytest, whose stdout is captured
+        verbose = progress_verbose()   # 2 (under pytest, whose stdout is captured)
         ```
     """
     return 1 if getattr(sys.stdout, "isatty", lambda: False)() else 2

@@ -189,7 +189,8 @@ def label_classes(train, *others):
         ```python
         from keras_bert_lib.data import Examples, label_classes
         train = Examples("train", ["a", "b"], None, ["pos", "neg"], [2, 3])
-        names, (train_ids,) = label_classes(train)   # ['neg', 'pos'], [array([1, 0])]
+        names, (train_ids,) = label_classes(train)
+        names, train_ids.tolist()   # (['neg', 'pos'], [1, 0])
         ```
     """
     import numpy as np

@@ -65,7 +65,7 @@ def width_multiple():
     Example:
         ```python
         from keras_bert_lib.data.task_batches import width_multiple
-        width_multiple()   # 1 with TensorFlow on a CPU, 8 on JAX
+        width_multiple()   # 1 (with TensorFlow on a CPU; 8 on JAX)
         ```
     """
     return MULTIPLE if choose_jit_compile(widths_vary=True)[0] else 1

@@ -122,7 +122,9 @@ def agreement(got, expected):
         ```python
         import numpy as np
         from keras_bert_lib.export.signatures import agreement
-        agreement({"p": np.array([1.0, 2.0])}, {"p": np.array([1.0, 2.1])})   # (0.1, 0.9991...)
+        diff, cosine = agreement({"p": np.array([1.0, 2.0])}, {"p": np.array([1.0, 2.1])})
+        diff   # 0.1
+        cosine   # 0.999815
         ```
     """
     diff, cosine = 0.0, 1.0

@@ -207,7 +207,7 @@ def accelerator_has_bfloat16(backend=None):
     Example:
         ```python
         from keras_bert_lib.runtime.compile_path import accelerator_has_bfloat16
-        accelerator_has_bfloat16()   # False on a CPU-only machine
+        accelerator_has_bfloat16()   # False (on a CPU-only machine)
         ```
     """
     backend = backend or keras.backend.backend()
@@ -452,7 +452,7 @@ def any_shape(structure):
         ```python
         import numpy as np
         from keras_bert_lib.runtime.compile_path import any_shape
-        any_shape({"token_ids": np.ones((2, 5), "int32")})["token_ids"].shape   # TensorShape([None, None])
+        any_shape({"token_ids": np.ones((2, 5), "int32")})["token_ids"].shape.as_list()   # [None, None]
         ```
     """
     import tensorflow as tf

@@ -75,7 +75,7 @@ class InFlightTestFunction:
         from keras_bert_lib.runtime.evaluate_in_flight import InFlightTestFunction, evaluating_in_flight
         classifier = TextClassifier(bert_tiny(num_hidden_layers=1), num_classes=2)
         with evaluating_in_flight(classifier, batches=3):  # Keras' evaluate then calls it
-            ours = isinstance(classifier.test_function, InFlightTestFunction)  # True in TF's graph on a CPU
+            ours = isinstance(classifier.test_function, InFlightTestFunction)  # True (in TF's graph on a CPU)
         ```
     """
 

@@ -96,6 +96,7 @@ def test_a_regression_serves_one_score_and_an_embedder_its_embeddings_per_row():
     np.testing.assert_allclose(out["embeddings"].numpy(), embedder.predict(ids, verbose=0), atol=1e-6)
 
 
+@pytest.mark.slow
 def test_saving_traces_each_signature_once(tmp_path):
     """export_saved_model's save: a concrete function traced before `tf.saved_model.save` would be
     traced again inside it (TensorFlow keys a trace by the save context), the model twice."""

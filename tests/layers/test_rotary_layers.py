@@ -24,9 +24,11 @@ SPECS = {
         stochastic=True),
 }
 CASES = [(n, c) for n, s in SPECS.items() for c in harness.checks_for(s)]
+SLOW = {("local_attention", harness.check_xla)}  # its XLA compile: test_modernbert's slow tests compile it too
 
 
-@pytest.mark.parametrize("name,check", CASES, ids=[f"{n}-{c.__name__}" for n, c in CASES])
+@pytest.mark.parametrize("name,check", [pytest.param(n, c, marks=pytest.mark.slow) if (n, c) in SLOW else (n, c)
+                                        for n, c in CASES], ids=[f"{n}-{c.__name__}" for n, c in CASES])
 def test_contract(name, check):
     check(SPECS[name])
 

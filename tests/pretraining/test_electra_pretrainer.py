@@ -46,6 +46,7 @@ def _batch():
     return x, {"mlm_logits": np.array([[9, 10]] * 4)}, {"mlm_logits": np.ones((4, 2))}
 
 
+@pytest.mark.slow
 def test_the_generator_reads_the_discriminators_tables_and_both_losses_train_them():
     model, separate = _pretrainer(), _pretrainer(shared=False)
     tables = ("token_embedding", "position_embedding", "segment_embedding", "embeddings_layer_norm")

@@ -86,7 +86,7 @@ def test_each_texts_outputs_equal_the_fixed_width_path_in_the_callers_order(kind
         np.testing.assert_allclose(single[0], got[7][:single.shape[1]] if kind == "tagger" else got[7], atol=1e-5)
 
 
-@pytest.mark.parametrize("kind", ["classifier", "tagger"])
+@pytest.mark.parametrize("kind", [pytest.param("classifier", marks=pytest.mark.slow), "tagger"])
 def test_the_fixed_predictor_gives_what_predict_gives_in_parts_of_its_size(kind):
     """The server's path (`fixed_predictor`, resolved once): predict's outputs, per-token ones
     padded back to the input's width, whatever the parts' size."""
@@ -171,6 +171,7 @@ def test_in_flight_runs_a_lone_call_on_the_callers_thread_and_more_on_the_pool()
     assert here not in list(in_flight(where, [0, 1], streams=2, alone=0))
 
 
+@pytest.mark.slow
 def test_predict_by_length_runs_its_first_batches_alone_unless_told_none_trace():
     mask = np.ones((8, 6), "int32")
     barrier = threading.Barrier(2, timeout=2)

@@ -70,7 +70,8 @@ def test_pack_lays_each_text_end_to_end_with_its_own_positions():
             pack(ids, bad)
 
 
-@pytest.mark.parametrize("task", ["embedder", "cls_classifier", "tagger", "spans", "pairs"])
+@pytest.mark.parametrize("task", [pytest.param(t, marks=pytest.mark.slow) if t != "tagger" else t  # about 1 s each
+                                  for t in ("embedder", "cls_classifier", "tagger", "spans", "pairs")])
 def test_each_task_models_texts_packed_get_what_they_get_alone(task):
     encoder = bert_tiny(**SMALL)
     model = {"embedder": lambda: SentenceEmbedder(encoder),

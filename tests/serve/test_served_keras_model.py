@@ -31,6 +31,7 @@ def _texts():
     return [r["text"] for r in rows[:48]], [r["text"] for r in rows[48:112]], gt.get_model_path() / "vocab.txt"
 
 
+@pytest.mark.slow
 def test_a_batch_reaches_the_runtime_padded_as_the_preprocessor_pads_it(tmp_path, monkeypatch):
     widths = []
 
@@ -155,6 +156,7 @@ def test_the_runtime_is_one_of_three_and_openvino_needs_its_extra(monkeypatch):
         on_openvino_runtime("openvino")
 
 
+@pytest.mark.slow
 def test_texts_are_tokenized_in_their_batch_unless_the_token_budget_can_close_one(tmp_path):
     import asyncio
 

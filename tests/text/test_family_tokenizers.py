@@ -194,6 +194,7 @@ def test_question_answering_spans_map_back_to_the_answer_characters(folders, fam
     assert found >= 2
 
 
+@pytest.mark.slow
 def test_a_multilingual_sentence_embedder_equals_mean_pooled_transformers(folders, lines):
     from keras_bert_lib import SentenceEmbedder
 

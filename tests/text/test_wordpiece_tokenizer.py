@@ -111,6 +111,7 @@ def test_lookups_and_detokenize(vocab_path):
         tokenizer.token_to_id("qwertyuiop")
 
 
+@pytest.mark.slow
 def test_one_vocabulary_builds_tensorflow_texts_model_once_a_process_and_each_keeps_its_word_limit(vocab_path):
     """Tokenizers of one vocabulary share tensorflow-text's built tokenizer, one word limit each;
     one made while tracing a graph builds its own, in that graph."""

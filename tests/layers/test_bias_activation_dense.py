@@ -44,25 +44,29 @@ _PROBE = """
 import sys, numpy as np, tensorflow as tf
 from keras_bert_lib.layers import BiasActivationDense
 from keras_bert_lib.layers.activations import gelu
-layer = BiasActivationDense(64, activation=gelu, dtype=sys.argv[1])
-x = tf.constant(np.ones((2, 16, 32)), sys.argv[1])
-run = tf.function(lambda x: layer(x))
-run(x); run(x)
+for dtype in sys.argv[1:]:
+    print("probe", dtype, flush=True)  # oneDNN's lines for this dtype follow
+    layer = BiasActivationDense(64, activation=gelu, dtype=dtype)
+    x = tf.constant(np.ones((2, 16, 32)), dtype)
+    run = tf.function(lambda x: layer(x))
+    run(x); run(x)
 """
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_tensorflow_runs_the_bias_and_erf_gelu_inside_the_oneDNN_matmul(dtype):
+def test_tensorflow_runs_the_bias_and_erf_gelu_inside_the_oneDNN_matmul():
     """float32 fuses on every x86 CPU; bfloat16 only where the CPU has bfloat16 kernels
-    (AVX512-BF16, AMX), elsewhere oneDNN runs it as a plain gemm (BiasActivationDense's docstring)."""
+    (AVX512-BF16, AMX), elsewhere oneDNN runs it as a plain gemm (BiasActivationDense's docstring).
+    Both dtypes in one process, each with its own layer and graph."""
     from keras_bert_lib.runtime.compile_path import bfloat16_kernels
 
-    fused = dtype == "float32" or bfloat16_kernels() is not None
     env = {**os.environ, "ONEDNN_VERBOSE": "1", "TF_ENABLE_ONEDNN_OPTS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    out = subprocess.run([sys.executable, "-c", _PROBE, dtype], env=env, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run([sys.executable, "-c", _PROBE, "float32", "bfloat16"], env=env, capture_output=True,
+                         text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
-    executed = [line for line in out.stdout.splitlines() if line.startswith("onednn_verbose") and ",exec," in line]
-    assert executed, out.stdout[-2000:]
-    assert any("eltwise_gelu_erf" in line for line in executed) is fused, executed
+    float32, bfloat16 = out.stdout.split("probe ")[1:]  # what oneDNN printed for each dtype
+    for dtype, lines, fused in (("float32", float32, True), ("bfloat16", bfloat16, bfloat16_kernels() is not None)):
+        assert lines.startswith(dtype), out.stdout[-2000:]
+        executed = [line for line in lines.splitlines() if line.startswith("onednn_verbose") and ",exec," in line]
+        assert executed, (dtype, lines[-2000:])
+        assert any("eltwise_gelu_erf" in line for line in executed) is fused, (dtype, executed)

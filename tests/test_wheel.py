@@ -42,10 +42,10 @@ def test_the_wheel_runs_the_quickstart_outside_the_source_tree(tmp_path):
                 "print(*(u.find_spec(m).origin for m in ('keras_bert_lib', 'keras_bert_cli', 'keras_bert_commands')))",
                 cwd=work).split()
     assert len(found) == 3 and all(f.startswith(str(target)) for f in found), found
-    rows = (target / "keras_bert_lib" / "data" / "movie_reviews" / "train.csv").read_text(encoding="utf-8").splitlines()
     # The published recipe (recipes/quickstart.toml, as tests/runs/test_recipes.py runs the others)
     # on 33 of the packaged training reviews: the held-out file is the packaged one.
-    rows = rows[:34]
+    rows = (target / "keras_bert_lib" / "data" / "movie_reviews" / "train.csv").read_text(encoding="utf-8")
+    rows = rows.splitlines()[:34]  # the header and 33 reviews
     (work / "train.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
     out = run(str(console), "quickstart", "--recipe", str(ROOT / "recipes" / "quickstart.toml"), "--train",
               "train.csv", "--epochs", "1", "--formats", "saved_model", cwd=work)

@@ -5,9 +5,9 @@ environment against the same environment with another ml_dtypes release in front
     python -m bench.startup [--ml-dtypes 0.7.0] [--rounds 7]
 
 TensorFlow and JAX import ml_dtypes first thing, so its own import time is paid by every process
-that starts either; pyproject.toml caps it below the release that made that time several times longer.
-The other release is installed (from the registry, without its dependencies) into a virtual
-environment under bench/.cache that reads everything else from this one. Each row is one
+that starts either; pyproject.toml caps it below the release that made that time several times
+longer. The other release is installed (from the registry, without its dependencies) into a
+virtual environment under bench/.cache that reads everything else from this one. Each row is one
 statement in one environment, run as `python -c` in a fresh process, wall time with the
 interpreter's own start; rounds are interleaved and the table gives medians and the ratio to this
 environment's.
@@ -42,7 +42,8 @@ def _environment_with(version):
 
 
 def _run(python, statement):
-    """`statement` in a fresh process of `python`, its output (TensorFlow's start-up notes) kept."""
+    """`statement` in a fresh process of `python`; its output (TensorFlow's start-up notes) is
+    captured, not printed."""
     subprocess.run([python, "-c", statement], env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, check=True,
                    capture_output=True)
 
@@ -58,6 +59,8 @@ def main():
                         help="the ml_dtypes release to compare with this environment's (default: 0.7.0)")
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (default: 7)")
     args = parser.parse_args()
+    if _version(sys.executable) == args.ml_dtypes:
+        parser.error(f"this environment has ml_dtypes {args.ml_dtypes} already: name another release with --ml-dtypes")
     pythons = {f"ml_dtypes {_version(p)}": p for p in (sys.executable, _environment_with(args.ml_dtypes))}
     variants = {(name, statement): functools.partial(_run, python, statement)
                 for statement in STATEMENTS for name, python in pythons.items()}

@@ -16,6 +16,7 @@ environment's.
 import argparse
 import functools
 import os
+import shutil
 import site
 import subprocess
 import sys
@@ -27,18 +28,27 @@ STATEMENTS = ["import ml_dtypes", "import tensorflow", "import keras_bert_lib"]
 
 def _environment_with(version):
     """The python of a virtual environment holding ml_dtypes `version` alone, ahead of this
-    environment's packages (a .pth file lists them), made once under bench/.cache."""
+    environment's packages (a .pth file lists them), made once under bench/.cache (in a folder
+    of its own first, renamed when whole: a failed install leaves nothing that looks made)."""
     folder = os.path.join(CACHE, f"ml_dtypes-{version}")
-    python = os.path.join(folder, "bin", "python")
-    if not os.path.exists(python):
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", folder], check=True)
-        subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps",
-                        f"ml_dtypes=={version}"], check=True)
+    if not os.path.exists(folder):
+        partial = folder + ".partial"
+        shutil.rmtree(partial, ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", partial], check=True)
+        python = os.path.join(partial, "bin", "python")
+        done = subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps",
+                               f"ml_dtypes=={version}"], capture_output=True, text=True)
+        if done.returncode:
+            shutil.rmtree(partial)
+            said = (done.stderr.strip().splitlines() or ["no message"])[-1]
+            sys.exit(f"bench.startup: pip could not install ml_dtypes=={version} ({said}); name a release the "
+                     "registry has with --ml-dtypes")
         purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                  capture_output=True, text=True, check=True).stdout.strip()
         with open(os.path.join(purelib, "this_environment.pth"), "w", encoding="utf-8") as f:
             f.write("\n".join(site.getsitepackages()) + "\n")
-    return python
+        os.replace(partial, folder)
+    return os.path.join(folder, "bin", "python")
 
 
 def _run(python, statement):

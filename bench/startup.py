@@ -21,6 +21,8 @@ import site
 import subprocess
 import sys
 
+from packaging.version import Version
+
 from bench.common import CACHE, cpu_model, interleaved_medians, write_results
 
 STATEMENTS = ["import ml_dtypes", "import tensorflow", "import keras_bert_lib"]
@@ -65,13 +67,21 @@ def _version(python):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ml-dtypes", default="0.7.0",
+    parser.add_argument("--ml-dtypes", type=Version, default="0.7.0",
                         help="the ml_dtypes release to compare with this environment's (default: 0.7.0)")
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (default: 7)")
     args = parser.parse_args()
-    if _version(sys.executable) == args.ml_dtypes:
-        parser.error(f"this environment has ml_dtypes {args.ml_dtypes} already: name another release with --ml-dtypes")
-    pythons = {f"ml_dtypes {_version(p)}": p for p in (sys.executable, _environment_with(args.ml_dtypes))}
+    if args.rounds < 1:
+        parser.error(f"--rounds {args.rounds}: a median needs at least 1 round")
+    here = _version(sys.executable)
+    if Version(here) == args.ml_dtypes:
+        parser.error(f"this environment has ml_dtypes {here} already: name another release with --ml-dtypes")
+    other = _environment_with(args.ml_dtypes)
+    there = _version(other)
+    if Version(there) != args.ml_dtypes:  # its .pth put this environment's ml_dtypes in front
+        sys.exit(f"bench.startup: {other} imports ml_dtypes {there}, not {args.ml_dtypes}; delete "
+                 f"{os.path.dirname(os.path.dirname(other))} and run again")
+    pythons = {f"ml_dtypes {here}": sys.executable, f"ml_dtypes {there}": other}
     variants = {(name, statement): functools.partial(_run, python, statement)
                 for statement in STATEMENTS for name, python in pythons.items()}
     for run in variants.values():

@@ -2,13 +2,14 @@
 backends: the same weights (a .weights.h5 file) and inputs; TensorFlow in this process, JAX and
 PyTorch each in a fresh one (Keras' backend is chosen once per process), both at once."""
 
-import os
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
 import pytest
+
+from tests.backend_env import backend_env
 
 pytest.importorskip("jax", reason="jax (CPU) is in the [test] extra")
 pytest.importorskip("torch", reason="torch (CPU) is in the [test] extra")
@@ -118,10 +119,8 @@ SCRIPT = textwrap.dedent("""
 
 
 def _start(backend, folder):
-    env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3", "JAX_PLATFORMS": "cpu",
-           "CUDA_VISIBLE_DEVICES": ""}
     return subprocess.Popen([sys.executable, "-c", SCRIPT, str(folder)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, env=env, cwd=folder)
+                            stderr=subprocess.PIPE, text=True, env=backend_env(backend), cwd=folder)
 
 
 @pytest.fixture(scope="module")

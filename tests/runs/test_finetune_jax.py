@@ -5,12 +5,13 @@ compiles a step for each batch width: at most two widths at 16 tokens, four at 3
 
 import csv
 import json
-import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+
+from tests.backend_env import backend_env
 
 pytest.importorskip("jax", reason="jax (CPU) is in the [test] extra")
 pytestmark = pytest.mark.slow
@@ -20,12 +21,10 @@ def test_a_jax_fine_tuning_run_writes_a_model_tensorflow_reads(checkpoint, few_r
     import keras
 
     out = tmp_path / "run"
-    env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": "",
-           "TF_CPP_MIN_LOG_LEVEL": "3"}
     done = subprocess.run([sys.executable, "-m", "keras_bert_lib.cli", "finetune", "classify", "--checkpoint",
                            str(checkpoint), "--train", few_reviews["train"], "--validation", few_reviews["validation"],
-                           "--output-dir", str(out), "--max-seq-length", "16", "--epochs", "2",
-                           "--learning-rate", "1e-3"], env=env, capture_output=True, text=True, timeout=900)
+                           "--output-dir", str(out), "--max-seq-length", "16", "--epochs", "2", "--learning-rate",
+                           "1e-3"], env=backend_env("jax"), capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads((out / "report.json").read_text())
     rows = list(csv.DictReader(open(few_reviews["validation"], encoding="utf-8")))

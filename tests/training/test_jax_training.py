@@ -12,13 +12,13 @@ import textwrap
 import numpy as np
 import pytest
 
+from tests.backend_env import backend_env
 from tests.training.kill_run import kill_after_first_epoch
 
 pytest.importorskip("jax", reason="jax (CPU) is in the [test] extra")
 pytestmark = pytest.mark.slow
 
-ENV = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": "",
-       "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "TF_CPP_MIN_LOG_LEVEL": "3"}
+ENV = backend_env("jax", "--xla_force_host_platform_device_count=2")
 
 # Two AdamW steps (clipped, decayed) of a BERT-Tiny pretrainer from the same weights on the same
 # batch, on one device and data parallel over two; saves the losses and weights.

@@ -11,9 +11,10 @@ FAST_COMPILE = ("--xla_backend_optimization_level=0", "--xla_llvm_disable_expens
 
 def backend_env(backend, *xla_flags):
     """os.environ with Keras on `backend` ("jax" or "torch") and no GPU; for JAX, XLA_FLAGS gets
-    `FAST_COMPILE`, then `xla_flags`, then the caller's own XLA_FLAGS (a later flag wins)."""
+    `FAST_COMPILE`, then the caller's own XLA_FLAGS, then the test's `xla_flags`: a later flag
+    wins, so a caller's flags can undo ours but not a setting the test needs (its device count)."""
     env = {**os.environ, "KERAS_BACKEND": backend, "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": "",
            "TF_CPP_MIN_LOG_LEVEL": "3"}
     if backend == "jax":
-        env["XLA_FLAGS"] = " ".join([*FAST_COMPILE, *xla_flags, os.environ.get("XLA_FLAGS", "")]).strip()
+        env["XLA_FLAGS"] = " ".join([*FAST_COMPILE, os.environ.get("XLA_FLAGS", ""), *xla_flags]).strip()
     return env

@@ -16,5 +16,5 @@ def backend_env(backend, *xla_flags):
     env = {**os.environ, "KERAS_BACKEND": backend, "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": "",
            "TF_CPP_MIN_LOG_LEVEL": "3"}
     if backend == "jax":
-        env["XLA_FLAGS"] = " ".join([*FAST_COMPILE, os.environ.get("XLA_FLAGS", ""), *xla_flags]).strip()
+        env["XLA_FLAGS"] = " ".join(f for f in (*FAST_COMPILE, os.environ.get("XLA_FLAGS"), *xla_flags) if f)
     return env

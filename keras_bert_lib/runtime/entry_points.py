@@ -161,16 +161,26 @@ class EntryPoints(ResolvesAutoJitCompile):
     def get_compile_config(self):
         config = super().get_compile_config()
         optimizer = getattr(self, "optimizer", None)
-        if config:  # compiled: whether the file holds the optimizer's slots, for compile_from_config
-            config = {**config, "optimizer_built": bool(optimizer is not None and optimizer.built)}
+        if config and optimizer is not None:  # the optimizer whose slots the file holds (`fit` may have
+            # replaced the one `compile` got), and whether it holds them, for compile_from_config
+            config = {**config, "optimizer": self._optimizer_config(optimizer), "optimizer_built": optimizer.built}
         return config
 
     def compile_from_config(self, config):
         config = dict(config)
         built = config.pop("optimizer_built", True)
-        self.compile(**keras.saving.deserialize_keras_object(config))
+        optimizer = self._optimizer_from_config(config.pop("optimizer", None))
+        self.compile(optimizer=optimizer, **keras.saving.deserialize_keras_object(config))
         if self.built and built:  # the file's slots load into it
             self.optimizer.build(self.trainable_variables)
+
+    def _optimizer_config(self, optimizer):
+        """The optimizer as the `.keras` file records it (Keras' own config here)."""
+        return keras.saving.serialize_keras_object(optimizer)
+
+    def _optimizer_from_config(self, config):
+        """The optimizer `_optimizer_config` recorded, before the file's slots load into it."""
+        return keras.saving.deserialize_keras_object(config)
 
     # --- the runtime ------------------------------------------------------------------------------
     def _auto_jit_compile(self):

@@ -52,7 +52,8 @@ def default_optimizer(steps=None, learning_rate=FIT_LEARNING_RATE):
         optimizer = create_optimizer("adamw", peak_learning_rate=learning_rate,
                                      warmup_steps=int(FIT_WARMUP * steps), total_steps=max(steps, 1),
                                      weight_decay=0.01, clipnorm=1.0)
-    optimizer.sized_by_fit = learning_rate  # the peak, read by TaskModel.fit; not saved
+    optimizer.sized_by_fit = {"steps": steps, "learning_rate": learning_rate}  # read by TaskModel.fit; a
+    # `.keras` file records this, and loads default_optimizer(**it) (Keras' config leaves out the exclusions)
     return optimizer
 
 
@@ -271,9 +272,20 @@ class TaskModel(EntryPoints, keras.Model):
         if getattr(self.optimizer, "sized_by_fit", False):
             strategy = getattr(self, "distribute_strategy", None)  # TensorFlow's; JAX lays out by batch
             with strategy.scope() if strategy is not None else contextlib.nullcontext():
-                self.optimizer = default_optimizer(_fit_steps(x, args, kwargs), self.optimizer.sized_by_fit)
+                self.optimizer = default_optimizer(_fit_steps(x, args, kwargs),
+                                                   self.optimizer.sized_by_fit["learning_rate"])
             self.train_function = None  # traced again with the new optimizer
         super()._prepare_fit(x, args, kwargs)
+
+    def _optimizer_config(self, optimizer):
+        """The default optimizer as `default_optimizer`'s arguments; another as Keras records it."""
+        sized = getattr(optimizer, "sized_by_fit", None)
+        return {"default_optimizer": sized} if sized else super()._optimizer_config(optimizer)
+
+    def _optimizer_from_config(self, config):
+        if isinstance(config, dict) and "default_optimizer" in config:  # as it was sized, with its rule
+            return default_optimizer(**config["default_optimizer"])
+        return super()._optimizer_from_config(config)
 
     def checkpoint_class_names(self):
         """The labels `save_checkpoint` writes as HF `*ForSequenceClassification`'s `id2label`, or

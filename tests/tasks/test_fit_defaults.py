@@ -52,3 +52,38 @@ def test_train_on_batch_steps_one_optimizer_whose_moments_it_keeps():
     assert model.optimizer is optimizer and int(optimizer.iterations) == 3
     moments = [v for v in optimizer.variables if v.path.endswith("_momentum")]
     assert moments and all(np.any(np.asarray(v)) for v in moments)  # every weight's first moment has moved
+
+
+@pytest.mark.slow
+def test_a_saved_model_loads_with_the_optimizer_that_trained_it_moments_and_all(tmp_path):
+    """`fit` replaces the compiled optimizer with one sized to the call; the `.keras` file holds that
+    one: its schedule, its slots, its weight-decay exclusions (which Keras' config leaves out) and
+    the rule that the next `fit` is a new run. A step on the saved model and on the loaded one gives
+    the same weights; Keras skips a file's slots that do not match, with only a warning."""
+    import warnings
+
+    import keras
+
+    model = TextClassifier(bert_tiny(vocab_size=100, num_hidden_layers=1), num_classes=2)
+    model.fit(_batch(16), np.arange(16) % 2, batch_size=8, epochs=2, verbose=0)   # sized to 4 steps
+    model.save(tmp_path / "fitted.keras")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)   # "Skipping variable loading for optimizer ..."
+        loaded = keras.saving.load_model(tmp_path / "fitted.keras")
+    assert loaded.optimizer._learning_rate.total_steps == 4 and int(loaded.optimizer.iterations) == 4
+    assert [v.path.split("/", 1)[1] for v in loaded.optimizer.variables] == \
+        [v.path.split("/", 1)[1] for v in model.optimizer.variables]
+    for saved, restored in zip(model.optimizer.variables, loaded.optimizer.variables):
+        np.testing.assert_array_equal(np.asarray(restored), np.asarray(saved), err_msg=saved.path)
+    loaded.fit(_batch(8), np.arange(8) % 2, batch_size=8, epochs=3, verbose=0)   # still sized by each fit
+    assert loaded.optimizer._learning_rate.total_steps == 3
+
+    no_dropout = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}   # the same step on both
+    model = TextClassifier(bert_tiny(vocab_size=100, num_hidden_layers=1, **no_dropout), num_classes=2, dropout=0.0)
+    model.train_on_batch(_batch(4), np.array([0, 1, 0, 1]))   # the unsized default: a constant peak
+    model.save(tmp_path / "stepped.keras")
+    loaded = keras.saving.load_model(tmp_path / "stepped.keras")
+    for each in (model, loaded):
+        each.train_on_batch(_batch(4), np.array([1, 0, 1, 0]))
+    for saved, restored in zip(model.weights, loaded.weights):   # LayerNorm's gamma: no weight decay on either
+        np.testing.assert_array_equal(np.asarray(restored), np.asarray(saved), err_msg=saved.path)

@@ -161,9 +161,10 @@ class EntryPoints(ResolvesAutoJitCompile):
     def get_compile_config(self):
         config = super().get_compile_config()
         optimizer = getattr(self, "optimizer", None)
-        if config and optimizer is not None:  # the optimizer whose slots the file holds (`fit` may have
-            # replaced the one `compile` got), and whether it holds them, for compile_from_config
-            config = {**config, "optimizer": self._optimizer_config(optimizer), "optimizer_built": optimizer.built}
+        if config:  # compiled: whether the file holds the optimizer's slots, for compile_from_config
+            config = {**config, "optimizer_built": bool(optimizer is not None and optimizer.built)}
+        if config and optimizer is not None:  # the one whose slots the file holds (`fit` may replace `compile`'s)
+            config["optimizer"] = self._optimizer_config(optimizer)
         return config
 
     def compile_from_config(self, config):

@@ -87,3 +87,13 @@ def test_a_saved_model_loads_with_the_optimizer_that_trained_it_moments_and_all(
         each.train_on_batch(_batch(4), np.array([1, 0, 1, 0]))
     for saved, restored in zip(model.weights, loaded.weights):   # LayerNorm's gamma: no weight decay on either
         np.testing.assert_array_equal(np.asarray(restored), np.asarray(saved), err_msg=saved.path)
+
+
+def test_a_model_compiled_without_an_optimizer_saves_and_loads_without_one(tmp_path):
+    import keras
+
+    model = TextClassifier(bert_tiny(vocab_size=100, num_hidden_layers=1), num_classes=2)
+    model.compile(optimizer=None, loss="sparse_categorical_crossentropy")   # for evaluate only
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    assert loaded.compiled and loaded.optimizer is None

@@ -172,7 +172,7 @@ class EntryPoints(ResolvesAutoJitCompile):
         built = config.pop("optimizer_built", True)
         optimizer = self._optimizer_from_config(config.pop("optimizer", None))
         self.compile(optimizer=optimizer, **keras.saving.deserialize_keras_object(config))
-        if self.built and built:  # the file's slots load into it
+        if self.built and built and self.optimizer is not None:  # the file's slots load into it
             self.optimizer.build(self.trainable_variables)
 
     def _optimizer_config(self, optimizer):

@@ -97,3 +97,7 @@ def test_a_model_compiled_without_an_optimizer_saves_and_loads_without_one(tmp_p
     model.save(tmp_path / "model.keras")
     loaded = keras.saving.load_model(tmp_path / "model.keras")
     assert loaded.compiled and loaded.optimizer is None
+    config = model.get_compile_config()   # as a file written before "optimizer_built" was recorded
+    del config["optimizer_built"]
+    loaded.compile_from_config(config)
+    assert loaded.compiled and loaded.optimizer is None
